@@ -1,0 +1,37 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Every Swift target is built in Swift 6 language mode with warnings treated as errors.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
+
+let package = Package(
+    name: "herald",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+    ],
+    targets: [
+        // C libraries from Debian, reached only through these thin system-library targets.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // One Swift module per wrapped library; all unsafe code lives in these.
+        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
+
+        // The domain, organised by capability.
+        .target(name: "HeraldCore", dependencies: ["Postgres", "HTTPServer", "Secrets"], swiftSettings: strict),
+
+        // The small executable: configuration, migrations, serve, CLI.
+        .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),
+
+        .testTarget(
+            name: "HeraldTests",
+            dependencies: ["HeraldCore", "HTTPServer", "Postgres", "Secrets"],
+            swiftSettings: strict
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,87 @@
+import FoundationEssentials
+
+/// An error that knows its HTTP status and its wire code, rendered as
+/// `{"error": {"code", "message", "params"}}`.
+public struct HTTPError: Error, Sendable, Equatable {
+    public var status: Int
+    public var code: String
+    public var message: String
+    public var params: [String: JSONValue]
+    /// Extra response headers (`Retry-After`, `Allow`).
+    public var headers: [String: String]
+
+    public init(status: Int, code: String, message: String, params: [String: JSONValue] = [:],
+                headers: [String: String] = [:]) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.params = params
+        self.headers = headers
+    }
+
+    /// `400 ERR_BAD_REQUEST`, naming the offending input's path in `params.field` when known.
+    public static func badRequest(_ message: String, field: String? = nil,
+                                  params: [String: JSONValue] = [:]) -> HTTPError {
+        var all = params
+        if let field { all["field"] = .string(field) }
+        return HTTPError(status: 400, code: "ERR_BAD_REQUEST", message: message, params: all)
+    }
+
+    /// `400 ERR_INVALID_LIMIT` for a `limit` outside `min...max`.
+    public static func invalidLimit(field: String = "limit", min: Int, max: Int) -> HTTPError {
+        HTTPError(status: 400, code: "ERR_INVALID_LIMIT", message: "\(field) must be an integer from \(min) to \(max)",
+                  params: ["field": .string(field), "min": .int(min), "max": .int(max)])
+    }
+
+    public static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no such route")
+
+    public static func methodNotAllowed(allowed: [String]) -> HTTPError {
+        HTTPError(status: 405, code: "ERR_METHOD_NOT_ALLOWED", message: "method not allowed on this route",
+                  headers: ["Allow": allowed.joined(separator: ", ")])
+    }
+
+    public static func payloadTooLarge(limit: Int) -> HTTPError {
+        HTTPError(status: 413, code: "ERR_PAYLOAD_TOO_LARGE", message: "request body is larger than \(limit) bytes",
+                  params: ["max": .int(limit)])
+    }
+
+    public static func unsupportedMediaType(expected: [String]) -> HTTPError {
+        HTTPError(status: 415, code: "ERR_UNSUPPORTED_MEDIA_TYPE",
+                  message: "Content-Type must be \(expected.joined(separator: " or "))",
+                  params: ["field": "Content-Type"])
+    }
+
+    public static func overloaded(retryAfterSeconds: Int = 1) -> HTTPError {
+        HTTPError(status: 429, code: "ERR_OVERLOADED", message: "too many requests in flight; retry later",
+                  headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+
+    public static func unavailable(retryAfterSeconds: Int = 2) -> HTTPError {
+        HTTPError(status: 503, code: "ERR_UNAVAILABLE", message: "the database is unavailable; retry later",
+                  headers: ["Retry-After": String(retryAfterSeconds)])
+    }
+
+    /// A bare 500: the details belong in the log, never in the response.
+    public static let internalError = HTTPError(status: 500, code: "ERR_INTERNAL", message: "internal error")
+
+    private struct Body: Encodable {
+        struct Inner: Encodable {
+            let code: String
+            let message: String
+            let params: [String: JSONValue]?
+        }
+        let error: Inner
+    }
+
+    /// The error as a JSON response with its headers.
+    public var response: Response {
+        let body = Body(error: .init(code: code, message: message, params: params.isEmpty ? nil : params))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let bytes = (try? encoder.encode(body)).map(Array.init)
+            ?? Array(#"{"error":{"code":"ERR_INTERNAL","message":"internal error"}}"#.utf8)
+        var response = Response(status: status, headers: [("Content-Type", "application/json")], body: bytes)
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { response.headers.append((name, value)) }
+        return response
+    }
+}

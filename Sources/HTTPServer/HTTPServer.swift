@@ -1,0 +1,298 @@
+import CMicroHTTPD
+import Glibc
+import Synchronization
+
+/// An HTTP/1.1 server on libmicrohttpd's thread pool.
+///
+/// Each request is read in full (bounded by `maxBodyBytes`), then handed to the responder on one
+/// of the pool's threads. The responder may block (database calls): size `threads` by database
+/// concurrency, not by cores.
+///
+/// `@unchecked Sendable`: the daemon handle is written by `start()` and `shutdown()` only, which
+/// the owner calls from one thread, before and after the pool threads run; everything the pool
+/// threads share is atomic or immutable.
+public final class HTTPServer: @unchecked Sendable {
+    /// Listening address and limits.
+    public struct Configuration: Sendable {
+        /// IPv4 or IPv6 address to bind (`127.0.0.1`, `0.0.0.0`, `::1`); `localhost` means 127.0.0.1.
+        public var host: String
+        /// Port; 0 picks a free one (read it back from `port`).
+        public var port: Int
+        /// Threads in libmicrohttpd's pool; each runs one blocking responder at a time.
+        public var threads: Int
+        /// The most open connections; more are refused by the kernel backlog.
+        public var maxConnections: Int
+        /// Seconds an idle connection is kept.
+        public var connectionTimeoutSeconds: Int
+        /// The largest body accepted; a larger one is discarded and marked `bodyTooLarge`.
+        public var maxBodyBytes: Int
+
+        public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = 16,
+                    maxConnections: Int = 1024, connectionTimeoutSeconds: Int = 60,
+                    maxBodyBytes: Int = 4 * 1024 * 1024) {
+            self.host = host
+            self.port = port
+            self.threads = threads
+            self.maxConnections = maxConnections
+            self.connectionTimeoutSeconds = connectionTimeoutSeconds
+            self.maxBodyBytes = maxBodyBytes
+        }
+    }
+
+    /// Turns a request into a response; runs on a server thread and may block.
+    public typealias Responder = @Sendable (Request) -> Response
+
+    public let configuration: Configuration
+    let responder: Responder
+    private var daemon: OpaquePointer?
+    private var listenSocket: Int32 = -1
+    private(set) public var port: Int = 0
+    let inFlightCount = Atomic<Int>(0)
+    let draining = Atomic<Bool>(false)
+
+    public init(configuration: Configuration, responder: @escaping Responder) {
+        self.configuration = configuration
+        self.responder = responder
+    }
+
+    deinit {
+        if let daemon { MHD_stop_daemon(daemon) }
+    }
+
+    /// Requests read but not yet completed.
+    public var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
+
+    /// Binds the socket and starts the thread pool.
+    public func start() throws {
+        precondition(daemon == nil, "server already started")
+        let socket = try Self.bindListeningSocket(host: configuration.host, port: configuration.port)
+        listenSocket = socket.fd
+        port = socket.port
+
+        var options: [MHD_OptionItem] = [
+            MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: max(1, configuration.threads), ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: max(1, configuration.maxConnections), ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: max(1, configuration.connectionTimeoutSeconds), ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
+                           ptr_value: Unmanaged.passUnretained(self).toOpaque()),
+            MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil),
+        ]
+        let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let started = options.withUnsafeMutableBufferPointer { buffer -> OpaquePointer? in
+            withVaList([Int32(MHD_OPTION.ARRAY.rawValue), OpaquePointer(buffer.baseAddress!), Int32(MHD_OPTION.END.rawValue)]) { arguments in
+                MHD_start_daemon_va(UInt32(flags), 0, nil, nil, accessHandlerCallback, context, arguments)
+            }
+        }
+        guard let started else {
+            close(socket.fd)
+            throw HTTPServerError(message: "libmicrohttpd could not start on \(configuration.host):\(configuration.port)")
+        }
+        daemon = started
+    }
+
+    /// Graceful stop: stops accepting, lets requests in flight finish (up to `drainTimeoutSeconds`),
+    /// then closes every connection and stops the threads.
+    public func shutdown(drainTimeoutSeconds: Double = 30) {
+        guard let daemon else { return }
+        draining.store(true, ordering: .sequentiallyConsistent)
+        let socket = MHD_quiesce_daemon(daemon)
+        if socket >= 0 { close(socket) }
+        var waited = 0.0
+        while inFlight > 0 && waited < drainTimeoutSeconds {
+            usleep(10_000)
+            waited += 0.01
+        }
+        MHD_stop_daemon(daemon)
+        self.daemon = nil
+    }
+
+    private static func bindListeningSocket(host: String, port: Int) throws -> (fd: Int32, port: Int) {
+        let address = host == "localhost" ? "127.0.0.1" : host
+        let isIPv6 = address.contains(":")
+        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HTTPServerError(message: "socket() failed: errno \(errno)") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var bound: Int32
+        if isIPv6 {
+            var addr = sockaddr_in6()
+            addr.sin6_family = sa_family_t(AF_INET6)
+            addr.sin6_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET6, address, &addr.sin6_addr) == 1 else {
+                close(fd)
+                throw HTTPServerError(message: "invalid listen address \(host)")
+            }
+            bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in6>.size)) }
+            }
+        } else {
+            var addr = sockaddr_in()
+            addr.sin_family = sa_family_t(AF_INET)
+            addr.sin_port = UInt16(port).bigEndian
+            guard inet_pton(AF_INET, address, &addr.sin_addr) == 1 else {
+                close(fd)
+                throw HTTPServerError(message: "invalid listen address \(host)")
+            }
+            bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw HTTPServerError(message: "cannot bind \(host):\(port): \(String(cString: strerror(code)))")
+        }
+        guard listen(fd, 1024) == 0 else {
+            close(fd)
+            throw HTTPServerError(message: "listen() failed: errno \(errno)")
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        let actualPort: UInt16 = withUnsafePointer(to: &storage) { pointer in
+            if isIPv6 {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        return (fd, Int(actualPort))
+    }
+}
+
+/// The server could not start.
+public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    public let message: String
+    public var description: String { message }
+}
+
+// MARK: - libmicrohttpd callbacks
+
+/// State of one request between libmicrohttpd's callbacks, kept in `*con_cls` through `Unmanaged`
+/// and released in the request-completed callback.
+private final class RequestState {
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    let startedAt: UInt64
+
+    init(startedAt: UInt64) { self.startedAt = startedAt }
+}
+
+/// Collects headers or query arguments through `MHD_get_connection_values`.
+private final class ValueCollector {
+    var values: [String: String] = [:]
+    let lowercaseKeys: Bool
+    init(lowercaseKeys: Bool) { self.lowercaseKeys = lowercaseKeys }
+}
+
+private let collectValue: MHD_KeyValueIterator = { cls, _, key, value in
+    guard let cls, let key else { return .YES }
+    let collector = Unmanaged<ValueCollector>.fromOpaque(cls).takeUnretainedValue()
+    var name = String(cString: key)
+    if collector.lowercaseKeys { name = name.lowercased() }
+    let text = value.map { String(cString: $0) } ?? ""
+    if collector.lowercaseKeys, let existing = collector.values[name] {
+        collector.values[name] = existing + ", " + text
+    } else if collector.values[name] == nil {
+        collector.values[name] = text
+    }
+    return .YES
+}
+
+func monotonicNanoseconds() -> UInt64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+}
+
+private func makeRequestID(_ supplied: String?) -> String {
+    if let supplied, !supplied.isEmpty, supplied.utf8.count <= 64,
+       supplied.utf8.allSatisfy({ byte in
+           (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+               || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".")
+       }) {
+        return supplied
+    }
+    var generator = SystemRandomNumberGenerator()
+    let value: UInt64 = generator.next()
+    let hex = String(value, radix: 16)
+    return String(repeating: "0", count: 16 - hex.count) + hex
+}
+
+private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection, url, method, _, uploadData, uploadDataSize, conCls in
+    guard let cls, let connection, let conCls, let uploadDataSize else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+
+    // First call: headers only. Answering here would make libmicrohttpd close the connection
+    // (see STACK.md), so only set up state and answer on a later call.
+    guard let statePointer = conCls.pointee else {
+        let state = RequestState(startedAt: monotonicNanoseconds())
+        conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+        server.inFlightCount.add(1, ordering: .relaxed)
+        return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(statePointer).takeUnretainedValue()
+
+    // Body chunks: keep up to the limit, discard the rest.
+    if uploadDataSize.pointee > 0 {
+        let count = uploadDataSize.pointee
+        if !state.bodyTooLarge, let uploadData {
+            if state.body.count + count > server.configuration.maxBodyBytes {
+                state.bodyTooLarge = true
+                state.body = []
+            } else {
+                uploadData.withMemoryRebound(to: UInt8.self, capacity: count) { bytes in
+                    state.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: count))
+                }
+            }
+        }
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+
+    // Last call: the whole request is here.
+    let headers = ValueCollector(lowercaseKeys: true)
+    let query = ValueCollector(lowercaseKeys: false)
+    MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(headers).toOpaque())
+    MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, Unmanaged.passUnretained(query).toOpaque())
+    let request = Request(
+        method: method.map { String(cString: $0) } ?? "GET",
+        path: url.map { String(cString: $0) } ?? "/",
+        query: query.values,
+        headers: headers.values,
+        body: state.body,
+        bodyTooLarge: state.bodyTooLarge,
+        id: makeRequestID(headers.values["x-request-id"]),
+        startedAt: state.startedAt
+    )
+    state.body = []
+    var response = server.responder(request)
+    response.headers.append(("X-Request-Id", request.id))
+    if server.draining.load(ordering: .relaxed) {
+        response.headers.append(("Connection", "close"))
+    }
+
+    let count = response.body.count
+    let mhdResponse = response.body.withUnsafeBytes { bytes in
+        MHD_create_response_from_buffer(count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), .RESPMEM_MUST_COPY)
+    }
+    guard let mhdResponse else { return .NO }
+    for header in response.headers {
+        MHD_add_response_header(mhdResponse, header.name, header.value)
+    }
+    let queued = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    MHD_destroy_response(mhdResponse)
+    return queued
+}
+
+private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+    guard let conCls, let pointer = conCls.pointee else { return }
+    Unmanaged<RequestState>.fromOpaque(pointer).release()
+    conCls.pointee = nil
+    if let cls {
+        Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().inFlightCount.subtract(1, ordering: .relaxed)
+    }
+}

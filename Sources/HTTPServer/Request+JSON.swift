@@ -1,0 +1,71 @@
+import FoundationEssentials
+
+extension Request {
+    /// Decodes the body as JSON into `T`; a problem becomes `400 ERR_BAD_REQUEST` whose
+    /// `params.field` is the dotted path of the offending input (`jobs[0].attempt`).
+    public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(body))
+        } catch let error as DecodingError {
+            throw HTTPError.fromDecoding(error)
+        } catch let error as HTTPError {
+            throw error
+        } catch {
+            throw HTTPError.badRequest("body is not valid JSON")
+        }
+    }
+}
+
+extension HTTPError {
+    /// Turns a `DecodingError` into a 400 naming the field's path.
+    public static func fromDecoding(_ error: DecodingError) -> HTTPError {
+        switch error {
+        case .keyNotFound(let key, let context):
+            let path = fieldPath(context.codingPath + [key])
+            return .badRequest("\(path) is required", field: path)
+        case .typeMismatch(let type, let context):
+            let path = fieldPath(context.codingPath)
+            return .badRequest("\(path.isEmpty ? "body" : path) must be \(jsonTypeName(type))",
+                               field: path.isEmpty ? nil : path)
+        case .valueNotFound(let type, let context):
+            let path = fieldPath(context.codingPath)
+            return .badRequest("\(path.isEmpty ? "body" : path) must be \(jsonTypeName(type)), not null",
+                               field: path.isEmpty ? nil : path)
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                return .badRequest("body is not valid JSON")
+            }
+            let path = fieldPath(context.codingPath)
+            return .badRequest("\(path) is invalid: \(context.debugDescription)", field: path)
+        @unknown default:
+            return .badRequest("body is invalid")
+        }
+    }
+
+    /// `a.b[2].c` from a coding path.
+    public static func fieldPath(_ path: [any CodingKey]) -> String {
+        var out = ""
+        for key in path {
+            if let index = key.intValue, key.stringValue == "Index \(index)" || key.stringValue == String(index) {
+                out += "[\(index)]"
+            } else {
+                if !out.isEmpty { out += "." }
+                out += key.stringValue
+            }
+        }
+        return out
+    }
+
+    private static func jsonTypeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "a boolean"
+        case is Int.Type, is Int64.Type, is Int32.Type: return "an integer"
+        case is Double.Type, is Float.Type: return "a number"
+        default:
+            let name = String(describing: type)
+            if name.hasPrefix("Array") || name.hasPrefix("[") { return "an array" }
+            return "an object"
+        }
+    }
+}

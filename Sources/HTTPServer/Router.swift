@@ -1,0 +1,108 @@
+/// Maps a method and a path to a route value, with `{name}` path parameters.
+///
+/// When several patterns match a path, the most specific wins: at the first segment where they
+/// differ, a literal beats a parameter. A path that matches only under other methods is a 405.
+public struct Router<Value: Sendable>: Sendable {
+    /// What a lookup found.
+    public enum Match: Sendable {
+        case found(Value, pattern: String, parameters: [String: String])
+        case methodNotAllowed(allowed: [String], pattern: String)
+        case notFound
+    }
+
+    private enum Segment: Sendable, Equatable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    private struct Route: Sendable {
+        let method: String
+        let pattern: String
+        let segments: [Segment]
+        let value: Value
+    }
+
+    private var routes: [Route] = []
+
+    public init() {}
+
+    /// Every registered (method, pattern) pair, in registration order.
+    public var patterns: [(method: String, pattern: String)] {
+        routes.map { ($0.method, $0.pattern) }
+    }
+
+    /// Registers `value` for `method` on `pattern` (`/v1/apps/{app}/keys`).
+    public mutating func add(_ method: String, _ pattern: String, _ value: Value) {
+        let segments = Self.split(pattern).map { part -> Segment in
+            if part.hasPrefix("{") && part.hasSuffix("}") {
+                return .parameter(String(part.dropFirst().dropLast()))
+            }
+            return .literal(part)
+        }
+        precondition(!routes.contains { $0.method == method && $0.segments == segments },
+                     "route \(method) \(pattern) registered twice")
+        routes.append(Route(method: method, pattern: pattern, segments: segments, value: value))
+    }
+
+    /// Finds the route for `method` and `path`.
+    public func match(method: String, path: String) -> Match {
+        let parts = Self.split(path)
+        var best: (route: Route, parameters: [String: String])?
+        var bestForAnyMethod: Route?
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = Self.bind(route.segments, to: parts) else { continue }
+            if let current = bestForAnyMethod {
+                if Self.isMoreSpecific(route.segments, than: current.segments) { bestForAnyMethod = route }
+            } else {
+                bestForAnyMethod = route
+            }
+            if route.method == method {
+                if best == nil || Self.isMoreSpecific(route.segments, than: best!.route.segments) {
+                    best = (route, parameters)
+                }
+            } else if !allowed.contains(route.method) {
+                allowed.append(route.method)
+            }
+        }
+        if let best {
+            return .found(best.route.value, pattern: best.route.pattern, parameters: best.parameters)
+        }
+        if let any = bestForAnyMethod {
+            return .methodNotAllowed(allowed: allowed.sorted(), pattern: any.pattern)
+        }
+        return .notFound
+    }
+
+    private static func split(_ path: String) -> [String] {
+        var parts = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        if parts.first == "" { parts.removeFirst() }
+        return parts
+    }
+
+    private static func bind(_ segments: [Segment], to parts: [String]) -> [String: String]? {
+        guard segments.count == parts.count else { return nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let literal):
+                if literal != part { return nil }
+            case .parameter(let name):
+                if part.isEmpty { return nil }
+                parameters[name] = part
+            }
+        }
+        return parameters
+    }
+
+    private static func isMoreSpecific(_ lhs: [Segment], than rhs: [Segment]) -> Bool {
+        for (a, b) in zip(lhs, rhs) {
+            switch (a, b) {
+            case (.literal, .parameter): return true
+            case (.parameter, .literal): return false
+            default: continue
+            }
+        }
+        return false
+    }
+}

@@ -1,0 +1,75 @@
+import FoundationEssentials
+import HTTPServer
+
+/// `limit` and `cursor` of a list endpoint (SPEC §3).
+public struct ListParameters: Sendable, Equatable {
+    public let limit: Int
+    public let cursor: String?
+
+    public static let maxLimit = 1000
+
+    /// Reads `limit` (1–1000, else `400 ERR_INVALID_LIMIT`) and `cursor` from the query.
+    public init(_ request: Request, defaultLimit: Int) throws(HTTPError) {
+        if let text = request.query["limit"] {
+            guard let value = Int(text), (1...Self.maxLimit).contains(value) else {
+                throw HTTPError.invalidLimit(min: 1, max: Self.maxLimit)
+            }
+            limit = value
+        } else {
+            limit = defaultLimit
+        }
+        cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+}
+
+/// Opaque cursors: a kind tag and fields, base64url-encoded. A cursor of another kind, or one
+/// that does not decode, is `400 ERR_BAD_REQUEST` with `params.field = "cursor"`.
+public enum Cursor {
+    private static let separator: Character = "\u{1F}"
+
+    public static func encode(kind: String, _ fields: [String]) -> String {
+        let text = ([kind] + fields).joined(separator: String(separator))
+        return Data(text.utf8).base64EncodedString()
+            .replacing("+", with: "-")
+            .replacing("/", with: "_")
+            .replacing("=", with: "")
+    }
+
+    public static func decode(kind: String, fieldCount: Int, _ cursor: String) throws(HTTPError) -> [String] {
+        let invalid = HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
+        var base64 = cursor.replacing("-", with: "+").replacing("_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        guard let data = Data(base64Encoded: base64) else { throw invalid }
+        let text = String(decoding: data, as: UTF8.self)
+        let parts = text.split(separator: separator, omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == fieldCount + 1, parts[0] == kind else { throw invalid }
+        return Array(parts.dropFirst())
+    }
+}
+
+/// The list envelope `{"data": [...], "meta": {"next", "hasMore"}}`.
+public struct ListEnvelope<Item: Encodable & Sendable>: Encodable, Sendable {
+    public struct Meta: Encodable, Sendable {
+        public let next: String?
+        public let hasMore: Bool
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(next, forKey: .next) // null, not absent
+            try container.encode(hasMore, forKey: .hasMore)
+        }
+
+        enum CodingKeys: String, CodingKey { case next, hasMore }
+    }
+
+    public let data: [Item]
+    public let meta: Meta
+
+    /// A page from `limit + 1` fetched items: the extra one proves there is more.
+    public init(fetched: [Item], limit: Int, cursor: (Item) -> String) {
+        let page = Array(fetched.prefix(limit))
+        let hasMore = fetched.count > limit
+        self.data = page
+        self.meta = Meta(next: hasMore ? page.last.map(cursor) : nil, hasMore: hasMore)
+    }
+}

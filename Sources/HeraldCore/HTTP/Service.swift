@@ -1,0 +1,94 @@
+import HTTPServer
+import Postgres
+
+/// Herald's HTTP application: the route table and the pipeline every request goes through —
+/// route (404/405), token (401), role and app (403), body (413/415), handler — with errors
+/// rendered as SPEC §3 says and one log line per request.
+public struct Service: Sendable {
+    public let services: Services
+    let router: Router<Route>
+    let authenticator: Authenticator
+
+    public init(services: Services) {
+        self.services = services
+        self.authenticator = Authenticator(adminToken: services.configuration.adminToken,
+                                           store: services.tenancy, database: services.database)
+        var router = Router<Route>()
+        OperationsAPI.register(in: &router)
+        TenancyAPI.register(in: &router)
+        self.router = router
+    }
+
+    /// Every (method, pattern) served, for documentation and tests.
+    public var routes: [(method: String, pattern: String)] { router.patterns }
+
+    /// The responder given to the HTTP server.
+    public func respond(_ request: Request) -> Response {
+        var pattern = "unmatched"
+        var principal = Principal.anonymous
+        let response: Response
+        switch router.match(method: request.method, path: request.path) {
+        case .notFound:
+            response = HTTPError.notFound.response
+        case .methodNotAllowed(let allowed, let matched):
+            pattern = matched
+            response = HTTPError.methodNotAllowed(allowed: allowed).response
+        case .found(let route, let matched, let parameters):
+            pattern = matched
+            do {
+                principal = try authenticator.authenticate(request, access: route.access)
+                try Self.checkBody(request, route: route, limit: services.configuration.maxBodyBytes)
+                let context = RequestContext(request: request, parameters: parameters, principal: principal,
+                                             services: services)
+                response = try route.handler(context)
+            } catch {
+                response = errorResponse(error, request: request, pattern: pattern)
+            }
+        }
+        logRequest(request, pattern: pattern, principal: principal, status: response.status)
+        return response
+    }
+
+    static func checkBody(_ request: Request, route: Route, limit: Int) throws(HTTPError) {
+        guard !route.accepts.isEmpty else { return }
+        if request.bodyTooLarge { throw HTTPError.payloadTooLarge(limit: limit) }
+        // An empty body without a Content-Type is left to the handler (all its fields optional
+        // or "required" errors); anything sent must be of an accepted type.
+        if request.body.isEmpty && request.header("content-type") == nil { return }
+        guard let type = request.mediaType, route.accepts.contains(type) else {
+            throw HTTPError.unsupportedMediaType(expected: route.accepts)
+        }
+    }
+
+    /// Maps any error to its response; only `HTTPError`s reach the client as they are.
+    func errorResponse(_ error: any Error, request: Request, pattern: String) -> Response {
+        if let error = error as? HTTPError { return error.response }
+        if let error = error as? PostgresError {
+            if error.code == .poolTimeout { return HTTPError.overloaded().response }
+            if error.isUnavailable {
+                services.logger.warn("database unavailable", [
+                    "requestId": .string(request.id), "route": .string(pattern), "error": .string(error.message),
+                ])
+                return HTTPError.unavailable().response
+            }
+        }
+        services.logger.error("unhandled error", [
+            "requestId": .string(request.id), "route": .string(pattern), "error": .string(String(describing: error)),
+        ])
+        return HTTPError.internalError.response
+    }
+
+    private func logRequest(_ request: Request, pattern: String, principal: Principal, status: Int) {
+        let durationMs = Double(monotonicNanoseconds() &- request.startedAt) / 1_000_000
+        var fields: [String: JSONValue] = [
+            "requestId": .string(request.id),
+            "method": .string(request.method),
+            "route": .string(pattern),
+            "status": .int(status),
+            "durationMs": .double((durationMs * 1000).rounded() / 1000),
+        ]
+        if let app = principal.app { fields["app"] = .string(app) }
+        if let role = principal.roleName { fields["role"] = .string(role) }
+        services.logger.info("request", fields)
+    }
+}

@@ -1,0 +1,52 @@
+import HTTPServer
+import Postgres
+
+/// A running Herald: database pool, migrations applied, HTTP server listening.
+/// Started by `herald serve` and by the integration tests (on port 0).
+public final class HeraldServer: Sendable {
+    public let service: Service
+    public let http: HTTPServer
+    public let database: PostgresPool
+
+    /// The port actually bound (useful with port 0).
+    public var port: Int { http.port }
+
+    /// Connects, migrates, and starts listening. Throws when the database is unreachable at start,
+    /// a migration fails, or the address cannot be bound.
+    public init(configuration: Configuration, logger: Logger) throws {
+        guard let databaseURL = configuration.databaseURL else {
+            throw ConfigurationError(variable: "DATABASE_URL", message: "is required")
+        }
+        let migrations = try Migration.load(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
+        let migrator = Migrator(migrations: migrations)
+        database = PostgresPool(configuration: .init(
+            connectionString: databaseURL, size: configuration.databasePoolSize,
+            acquireTimeoutSeconds: Double(configuration.databaseAcquireTimeoutMs) / 1000))
+        let applied = try database.withConnection { try migrator.migrate($0) }
+        for migration in applied {
+            logger.info("migration applied", ["version": .int(migration.version), "name": .string(migration.name)])
+        }
+        if configuration.adminToken == nil {
+            logger.warn("HERALD_ADMIN_TOKEN is not set: the admin API refuses every request")
+        }
+        service = Service(services: Services(configuration: configuration, database: database, logger: logger,
+                                             migrator: migrator))
+        let service = self.service
+        http = HTTPServer(configuration: .init(
+            host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,
+            maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
+            maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
+        try http.start()
+        logger.info("listening", ["host": .string(configuration.listenHost), "port": .int(http.port),
+                                  "threads": .int(configuration.threads), "schemaVersion": .int(migrator.latestVersion)])
+    }
+
+    /// Stops accepting, finishes requests in flight, then closes the database pool.
+    public func shutdown() {
+        let configuration = service.services.configuration
+        service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
+        http.shutdown(drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))
+        database.close()
+        service.services.logger.info("stopped")
+    }
+}

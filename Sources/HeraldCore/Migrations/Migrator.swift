@@ -1,0 +1,64 @@
+import Postgres
+
+/// Applies migrations in order, once each, recording them in `schema_migrations`.
+///
+/// Safe to run twice and from several instances at once: the whole run holds a PostgreSQL
+/// advisory lock, and each migration commits together with its record.
+public struct Migrator: Sendable {
+    /// The advisory lock key every Herald instance takes while migrating.
+    static let lockKey: Int64 = 0x4845_5241_4C44 // "HERALD"
+
+    public let migrations: [Migration]
+
+    public init(migrations: [Migration]) {
+        self.migrations = migrations
+    }
+
+    /// The newest version this binary knows.
+    public var latestVersion: Int { migrations.last?.version ?? 0 }
+
+    /// Applies what is missing; returns the migrations applied by this call.
+    @discardableResult
+    public func migrate(_ connection: PostgresConnection) throws -> [Migration] {
+        try connection.queryOnce("SELECT pg_advisory_lock($1)", [Self.lockKey])
+        defer { _ = try? connection.queryOnce("SELECT pg_advisory_unlock($1)", [Self.lockKey]) }
+        try connection.queryOnce("""
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY,
+                name text NOT NULL,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """)
+        var applied: [Int: String] = [:]
+        for row in try connection.queryOnce("SELECT version, checksum FROM schema_migrations") {
+            applied[try row.decode(0, as: Int.self)] = try row.decode(1, as: String.self)
+        }
+        var done: [Migration] = []
+        for migration in migrations {
+            if let checksum = applied[migration.version] {
+                guard checksum == migration.checksum else {
+                    throw MigrationError(message: "migration \(migration.name) was changed after it was applied")
+                }
+                continue
+            }
+            try connection.withTransaction { connection in
+                try connection.execute(unsafeSQL: migration.sql)
+                try connection.queryOnce("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                         [migration.version, migration.name, migration.checksum])
+            }
+            done.append(migration)
+        }
+        return done
+    }
+
+    /// The newest applied version, 0 when nothing is applied.
+    public func appliedVersion(_ connection: PostgresConnection) throws -> Int {
+        do {
+            let rows = try connection.query("SELECT coalesce(max(version), 0) FROM schema_migrations")
+            return try rows.first?.decode(0, as: Int.self) ?? 0
+        } catch let error as PostgresError where error.sqlState == "42P01" {
+            return 0 // undefined_table: nothing was ever applied
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import HTTPServer
+import Postgres
+
+/// `/healthz`, `/readyz` and `/v1/whoami`.
+enum OperationsAPI {
+    static func register(in router: inout Router<Route>) {
+        router.add("GET", "/healthz", Route(access: .public) { _ in
+            Response.jsonText(#"{"status":"ok"}"#)
+        })
+        router.add("GET", "/readyz", Route(access: .public, handler: readiness))
+        router.add("GET", "/v1/whoami", Route(access: .anyAppKey, handler: whoami))
+    }
+
+    /// 200 when the database answers and its schema is the one this binary expects; else 503.
+    static func readiness(_ context: RequestContext) throws -> Response {
+        let services = context.services
+        let applied: Int
+        do {
+            applied = try services.database.withConnection { try services.migrator.appliedVersion($0) }
+        } catch let error as PostgresError where error.isUnavailable || error.code == .poolTimeout {
+            var failure = HTTPError.unavailable()
+            failure.message = "the database is unreachable"
+            failure.params = ["check": "database"]
+            throw failure
+        }
+        let expected = services.migrator.latestVersion
+        guard applied >= expected else {
+            var failure = HTTPError.unavailable()
+            failure.message = "the database schema is behind: version \(applied), this binary needs \(expected)"
+            failure.params = ["check": "schema", "schemaVersion": .int(applied), "expectedVersion": .int(expected)]
+            throw failure
+        }
+        return try Response.json(Readiness(status: "ready", schemaVersion: applied))
+    }
+
+    struct Readiness: Encodable {
+        let status: String
+        let schemaVersion: Int
+    }
+
+    struct WhoAmI: Encodable {
+        let app: String
+        let role: String
+        let keyId: String?
+    }
+
+    /// Which app and role the caller's key acts as: for checking a key without side effects.
+    static func whoami(_ context: RequestContext) throws -> Response {
+        var keyID: String?
+        if case .key(let id, _) = context.principal.kind { keyID = id }
+        return try Response.json(WhoAmI(app: context.app, role: context.principal.roleName ?? "", keyId: keyID))
+    }
+}

@@ -1,0 +1,137 @@
+/// Herald's settings, read from the environment (SPEC §10).
+public struct Configuration: Sendable, Equatable {
+    /// libpq URL or conninfo string (`DATABASE_URL`).
+    public var databaseURL: String?
+    /// Listen host and port (`HERALD_LISTEN`, `host:port`; `[::1]:8080` for IPv6).
+    public var listenHost: String
+    public var listenPort: Int
+    /// The admin token (`HERALD_ADMIN_TOKEN`); nil disables the admin API.
+    public var adminToken: String?
+    /// HTTP worker threads (`HERALD_THREADS`).
+    public var threads: Int
+    /// Database connections (`HERALD_DB_POOL_SIZE`, default: the thread count).
+    public var databasePoolSize: Int
+    /// Milliseconds a request waits for a database connection before 429 (`HERALD_DB_ACQUIRE_TIMEOUT_MS`).
+    public var databaseAcquireTimeoutMs: Int
+    /// Largest request body in bytes (`HERALD_MAX_BODY_BYTES`).
+    public var maxBodyBytes: Int
+    /// Most open connections (`HERALD_MAX_CONNECTIONS`).
+    public var maxConnections: Int
+    /// Seconds an idle connection is kept (`HERALD_IDLE_TIMEOUT_SECONDS`).
+    public var idleTimeoutSeconds: Int
+    /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
+    public var drainTimeoutSeconds: Int
+    /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
+    public var logLevel: LogLevel
+    /// Where the SQL migrations are (`HERALD_MIGRATIONS_DIR`); nil: found next to the binary.
+    public var migrationsDirectory: String?
+
+    public static let `default` = Configuration(
+        databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
+        databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
+        maxConnections: 1024, idleTimeoutSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
+        migrationsDirectory: nil)
+
+    /// The names of every variable `init(environment:)` reads, for help texts.
+    public static let variables: [(name: String, meaning: String)] = [
+        ("DATABASE_URL", "PostgreSQL URL or conninfo (required)"),
+        ("HERALD_LISTEN", "host:port to listen on (default 127.0.0.1:8080)"),
+        ("HERALD_ADMIN_TOKEN", "admin token for /v1/apps (unset: admin API disabled); 16+ characters"),
+        ("HERALD_THREADS", "HTTP worker threads (default 16)"),
+        ("HERALD_DB_POOL_SIZE", "database connections (default: HERALD_THREADS)"),
+        ("HERALD_DB_ACQUIRE_TIMEOUT_MS", "wait for a free connection before 429 (default 5000)"),
+        ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
+        ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 1024)"),
+        ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
+        ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
+        ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
+        ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
+    ]
+
+    /// Reads the environment; a malformed value is an error that names the variable.
+    public init(environment: [String: String]) throws(ConfigurationError) {
+        self = .default
+        func value(_ name: String) -> String? {
+            guard let raw = environment[name], !raw.isEmpty else { return nil }
+            return raw
+        }
+        func integer(_ name: String, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+            guard let raw = value(name) else { return nil }
+            guard let number = Int(raw), range.contains(number) else {
+                throw ConfigurationError(variable: name,
+                                         message: "must be an integer from \(range.lowerBound) to \(range.upperBound), got \(raw.debugDescription)")
+            }
+            return number
+        }
+        databaseURL = value("DATABASE_URL")
+        if let listen = value("HERALD_LISTEN") {
+            (listenHost, listenPort) = try Self.parseListen(listen)
+        }
+        if let token = value("HERALD_ADMIN_TOKEN") {
+            guard token.count >= 16 else {
+                throw ConfigurationError(variable: "HERALD_ADMIN_TOKEN", message: "must be at least 16 characters")
+            }
+            adminToken = token
+        }
+        if let threads = try integer("HERALD_THREADS", 1...512) { self.threads = threads }
+        databasePoolSize = try integer("HERALD_DB_POOL_SIZE", 1...512) ?? threads
+        if let timeout = try integer("HERALD_DB_ACQUIRE_TIMEOUT_MS", 1...600_000) { databaseAcquireTimeoutMs = timeout }
+        if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
+        if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
+        if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
+        if let drain = try integer("HERALD_DRAIN_TIMEOUT_SECONDS", 0...3_600) { drainTimeoutSeconds = drain }
+        if let level = value("HERALD_LOG_LEVEL") {
+            guard let parsed = LogLevel(rawValue: level.lowercased()) else {
+                throw ConfigurationError(variable: "HERALD_LOG_LEVEL", message: "must be debug, info, warn or error, got \(level.debugDescription)")
+            }
+            logLevel = parsed
+        }
+        migrationsDirectory = value("HERALD_MIGRATIONS_DIR")
+    }
+
+    init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
+         databasePoolSize: Int, databaseAcquireTimeoutMs: Int, maxBodyBytes: Int, maxConnections: Int,
+         idleTimeoutSeconds: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
+        self.databaseURL = databaseURL
+        self.listenHost = listenHost
+        self.listenPort = listenPort
+        self.adminToken = adminToken
+        self.threads = threads
+        self.databasePoolSize = databasePoolSize
+        self.databaseAcquireTimeoutMs = databaseAcquireTimeoutMs
+        self.maxBodyBytes = maxBodyBytes
+        self.maxConnections = maxConnections
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.drainTimeoutSeconds = drainTimeoutSeconds
+        self.logLevel = logLevel
+        self.migrationsDirectory = migrationsDirectory
+    }
+
+    /// `127.0.0.1:8080`, `0.0.0.0:80`, `[::1]:8080`, `localhost:0`.
+    static func parseListen(_ text: String) throws(ConfigurationError) -> (String, Int) {
+        let error = ConfigurationError(variable: "HERALD_LISTEN", message: "must be host:port (port 0-65535), got \(text.debugDescription)")
+        var host: Substring
+        var portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { throw error }
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw error }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw error }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+            if host.contains(":") { throw error }
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65_535).contains(port) else { throw error }
+        return (String(host), port)
+    }
+}
+
+/// A configuration variable has a value Herald cannot use.
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let variable: String
+    public let message: String
+    public var description: String { "\(variable) \(message)" }
+}

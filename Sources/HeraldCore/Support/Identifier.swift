@@ -1,0 +1,21 @@
+import HTTPServer
+
+/// The rule for every opaque id on the wire (uid, guid, message id, app id): 1–128 characters,
+/// no control characters, no `/` (SPEC §1).
+public enum Identifier {
+    public static func isValid(_ text: String) -> Bool {
+        let count = text.count
+        guard count >= 1, count <= 128 else { return false }
+        return !text.unicodeScalars.contains { scalar in
+            scalar == "/" || scalar.value < 0x20 || (scalar.value >= 0x7f && scalar.value < 0xa0)
+        }
+    }
+
+    /// Returns `text` when valid, else throws 400 naming `field`.
+    public static func validate(_ text: String, field: String) throws(HTTPError) -> String {
+        guard isValid(text) else {
+            throw HTTPError.badRequest("\(field) must be 1-128 characters without control characters or '/'", field: field)
+        }
+        return text
+    }
+}

@@ -1,0 +1,52 @@
+/// What an app key may do (SPEC §2).
+public enum Role: String, Sendable, Codable, CaseIterable {
+    /// `POST /v1/events` only: the message bus.
+    case ingest
+    /// The jobs API only: push senders.
+    case worker
+    /// Every app route of its app, the jobs API included.
+    case server
+}
+
+/// Who may call a route.
+public enum Access: Sendable, Equatable {
+    /// No token needed (`/healthz`, `/readyz`, …).
+    case `public`
+    /// The admin token only.
+    case admin
+    /// App keys with one of these roles, or the admin token naming the app in `X-App-Id`.
+    case app(Set<Role>)
+
+    /// Routes of the chat backend and operators.
+    public static let server = Access.app([.server])
+    /// Routes of push senders (and the server role).
+    public static let worker = Access.app([.worker, .server])
+    /// The ingest route (and the server role).
+    public static let ingest = Access.app([.ingest, .server])
+    /// Any app key.
+    public static let anyAppKey = Access.app(Set(Role.allCases))
+}
+
+/// The caller of a request, once authenticated.
+public struct Principal: Sendable, Equatable {
+    public enum Kind: Sendable, Equatable {
+        case anonymous
+        case admin
+        case key(id: String, role: Role)
+    }
+
+    public let kind: Kind
+    /// The app the request acts in; nil for anonymous and for the admin on admin routes.
+    public let app: String?
+
+    public static let anonymous = Principal(kind: .anonymous, app: nil)
+
+    /// The role name for responses and logs (`admin`, `server`, …).
+    public var roleName: String? {
+        switch kind {
+        case .anonymous: return nil
+        case .admin: return "admin"
+        case .key(_, let role): return role.rawValue
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import HTTPServer
+import Postgres
+
+/// The admin API (SPEC §2): apps and their keys.
+enum TenancyAPI {
+    static func register(in router: inout Router<Route>) {
+        router.add("POST", "/v1/apps", Route(access: .admin, accepts: Route.json, handler: createApp))
+        router.add("GET", "/v1/apps", Route(access: .admin, handler: listApps))
+        router.add("POST", "/v1/apps/{app}/keys", Route(access: .admin, accepts: Route.json, handler: createKey))
+        router.add("GET", "/v1/apps/{app}/keys", Route(access: .admin, handler: listKeys))
+        router.add("DELETE", "/v1/apps/{app}/keys/{keyId}", Route(access: .admin, handler: revokeKey))
+    }
+
+    static let appNotFound = HTTPError(status: 404, code: "ERR_APP_NOT_FOUND", message: "no such app")
+
+    struct CreateAppBody: Decodable {
+        let id: String
+    }
+
+    static func createApp(_ context: RequestContext) throws -> Response {
+        let body = try context.request.decodeJSON(CreateAppBody.self)
+        let id = try Identifier.validate(body.id, field: "id")
+        let services = context.services
+        guard let app = try services.database.withConnection({ try services.tenancy.createApp(id, on: $0) }) else {
+            throw HTTPError(status: 409, code: "ERR_ALREADY_EXISTS", message: "an app with this id exists",
+                            params: ["field": "id"])
+        }
+        return try Response.json(app, status: 201)
+    }
+
+    static func listApps(_ context: RequestContext) throws -> Response {
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let after = try list.cursor.map { cursor throws(HTTPError) in
+            try Cursor.decode(kind: "apps", fieldCount: 1, cursor)[0]
+        }
+        let services = context.services
+        let apps = try services.database.withConnection {
+            try services.tenancy.listApps(after: after, limit: list.limit + 1, on: $0)
+        }
+        return try Response.json(ListEnvelope(fetched: apps, limit: list.limit) {
+            Cursor.encode(kind: "apps", [$0.id])
+        })
+    }
+
+    struct CreateKeyBody: Decodable {
+        let role: String
+        let label: String?
+    }
+
+    static func createKey(_ context: RequestContext) throws -> Response {
+        let body = try context.request.decodeJSON(CreateKeyBody.self)
+        guard let role = Role(rawValue: body.role) else {
+            throw HTTPError.badRequest("role must be ingest, worker or server", field: "role")
+        }
+        if let label = body.label, label.count > 200 {
+            throw HTTPError.badRequest("label must be at most 200 characters", field: "label")
+        }
+        let app = context.parameter("app")
+        let services = context.services
+        guard Identifier.isValid(app), let created = try services.database.withConnection({
+            try services.tenancy.createKey(app: app, role: role, label: body.label, on: $0)
+        }) else { throw appNotFound }
+        return try Response.json(created, status: 201)
+    }
+
+    struct KeyList: Encodable {
+        let data: [TenancyStore.KeyInfo]
+    }
+
+    static func listKeys(_ context: RequestContext) throws -> Response {
+        let app = context.parameter("app")
+        let services = context.services
+        let keys = try services.database.withConnection { connection -> [TenancyStore.KeyInfo]? in
+            guard try services.tenancy.appExists(app, on: connection) else { return nil }
+            return try services.tenancy.listKeys(app: app, on: connection)
+        }
+        guard let keys else { throw appNotFound }
+        return try Response.json(KeyList(data: keys))
+    }
+
+    static func revokeKey(_ context: RequestContext) throws -> Response {
+        let app = context.parameter("app")
+        let keyID = context.parameter("keyId")
+        let services = context.services
+        let outcome = try services.database.withConnection { connection -> HTTPError? in
+            guard try services.tenancy.appExists(app, on: connection) else { return appNotFound }
+            guard try services.tenancy.revokeKey(app: app, id: keyID, on: connection) else {
+                return HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no such key", params: ["field": "keyId"])
+            }
+            return nil
+        }
+        if let outcome { throw outcome }
+        return Response.noContent()
+    }
+}

@@ -1,0 +1,95 @@
+import HTTPServer
+import Postgres
+
+/// Apps and keys in PostgreSQL; shared by the admin API and the CLI.
+public struct TenancyStore: Sendable {
+    public struct App: Sendable, Codable, Equatable {
+        public let id: String
+        public let createdAt: Int64
+    }
+
+    public struct KeyInfo: Sendable, Codable, Equatable {
+        public let id: String
+        public let role: Role
+        public let label: String?
+        public let createdAt: Int64
+    }
+
+    /// A key as created: the only time its secret is known.
+    public struct CreatedKey: Sendable, Codable, Equatable {
+        public let id: String
+        public let key: String
+        public let role: Role
+        public let label: String?
+        public let createdAt: Int64
+    }
+
+    /// What authentication needs of a key.
+    struct StoredKey: Sendable {
+        let app: String
+        let role: Role
+        let secretHash: [UInt8]
+    }
+
+    public init() {}
+
+    /// Creates an app; `nil` when the id exists already.
+    public func createApp(_ id: String, on connection: PostgresConnection) throws -> App? {
+        let rows = try connection.query(
+            "INSERT INTO apps (id) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING id, created_at", [id])
+        guard let row = rows.first else { return nil }
+        return App(id: try row.decode(0), createdAt: try row.decode(1))
+    }
+
+    public func appExists(_ id: String, on connection: PostgresConnection) throws -> Bool {
+        !(try connection.query("SELECT 1 FROM apps WHERE id = $1", [id])).isEmpty
+    }
+
+    /// Apps ordered by id, after `afterID`, at most `limit`.
+    public func listApps(after afterID: String?, limit: Int, on connection: PostgresConnection) throws -> [App] {
+        try connection.query(
+            "SELECT id, created_at FROM apps WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2",
+            [afterID, limit]
+        ).map { App(id: try $0.decode(0), createdAt: try $0.decode(1)) }
+    }
+
+    /// Creates a key for an existing app; `nil` when the app does not exist.
+    public func createKey(app: String, role: Role, label: String?, on connection: PostgresConnection) throws -> CreatedKey? {
+        let key = APIKey.generate()
+        let rows = try connection.query("""
+            INSERT INTO app_keys (id, app_id, role, label, secret_hash)
+            SELECT $1, id, $3, $4, $5 FROM apps WHERE id = $2
+            RETURNING created_at
+            """, [key.id, app, role.rawValue, label, PostgresBytes(key.secretHash)])
+        guard let row = rows.first else { return nil }
+        return CreatedKey(id: key.id, key: key.token, role: role, label: label, createdAt: try row.decode(0))
+    }
+
+    /// The app's keys that are not revoked, oldest first.
+    public func listKeys(app: String, on connection: PostgresConnection) throws -> [KeyInfo] {
+        try connection.query("""
+            SELECT id, role, label, created_at FROM app_keys
+            WHERE app_id = $1 AND revoked_at IS NULL ORDER BY created_at, id
+            """, [app]).map { row in
+            KeyInfo(id: try row.decode(0), role: Role(rawValue: try row.decode(1)) ?? .server,
+                    label: try row.decode(2), createdAt: try row.decode(3))
+        }
+    }
+
+    /// Revokes a key of `app`; false when the app has no such key. Revoking twice is fine.
+    public func revokeKey(app: String, id: String, on connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.query("""
+            UPDATE app_keys SET revoked_at = coalesce(revoked_at, herald_now_ms())
+            WHERE app_id = $1 AND id = $2 RETURNING id
+            """, [app, id])
+        return !rows.isEmpty
+    }
+
+    /// The live (not revoked) key with this id.
+    func liveKey(id: String, on connection: PostgresConnection) throws -> StoredKey? {
+        let rows = try connection.query(
+            "SELECT app_id, role, secret_hash FROM app_keys WHERE id = $1 AND revoked_at IS NULL", [id])
+        guard let row = rows.first, let role = Role(rawValue: try row.decode(1)) else { return nil }
+        return StoredKey(app: try row.decode(0), role: role, secretHash: try row.decode(2, as: PostgresBytes.self).bytes)
+    }
+}

@@ -1,0 +1,233 @@
+import CLibPQ
+import Glibc
+
+/// One libpq connection.
+///
+/// Blocking: call it from a thread that may block (an HTTP worker thread or the CLI), never from
+/// Swift's cooperative pool. A connection is used by one thread at a time; the pool hands it out
+/// exclusively.
+///
+/// `@unchecked Sendable`: the `PGconn` handle is only touched by the thread that currently holds
+/// the connection, and the pool's lock orders the hand-over between threads.
+public final class PostgresConnection: @unchecked Sendable {
+    private var handle: OpaquePointer?
+    private let connectionString: String
+    private let applicationName: String
+    private var preparedNames: [String: String] = [:]
+
+    /// Opens a connection. `connectionString` is a libpq URL (`postgresql://…`) or a conninfo
+    /// string (`host=… dbname=…`).
+    public init(connectionString: String, applicationName: String = "herald") throws {
+        self.connectionString = connectionString
+        self.applicationName = applicationName
+        try connect()
+    }
+
+    deinit {
+        if let handle { PQfinish(handle) }
+    }
+
+    /// Whether libpq believes the connection is usable.
+    public var isConnected: Bool {
+        guard let handle else { return false }
+        return PQstatus(handle) == CONNECTION_OK
+    }
+
+    /// Closes the connection; a later statement reconnects.
+    public func close() {
+        if let handle { PQfinish(handle) }
+        handle = nil
+        preparedNames.removeAll()
+    }
+
+    /// (Re)connects. Defaults that the connection string does not set: a 5 s connect timeout, the
+    /// application name, UTF-8.
+    public func connect() throws {
+        close()
+        // Keywords before `dbname` are defaults: the expanded connection string overrides them.
+        let keywords = ["connect_timeout", "application_name", "client_encoding", "dbname"]
+        let values = ["5", applicationName, "UTF8", connectionString]
+        let newHandle = withCStrings(keywords) { keywordPointers in
+            withCStrings(values) { valuePointers in
+                PQconnectdbParams(keywordPointers, valuePointers, 1)
+            }
+        }
+        guard let newHandle else {
+            throw PostgresError(code: .connectionFailure, message: "out of memory creating a connection")
+        }
+        guard PQstatus(newHandle) == CONNECTION_OK else {
+            let message = Self.trimmed(PQerrorMessage(newHandle)) ?? "connection failed"
+            PQfinish(newHandle)
+            throw PostgresError(code: .connectionFailure, message: message)
+        }
+        // Notices ("relation already exists, skipping") would go to stderr; drop them.
+        PQsetNoticeProcessor(newHandle, { _, _ in }, nil)
+        handle = newHandle
+    }
+
+    /// Makes sure the connection is alive before it is handed out: a connection the server closed
+    /// while it sat idle (restart, failover) has data or EOF waiting on its socket; reading that
+    /// lets libpq notice, and the connection is then replaced. Costs one `poll` with no wait.
+    public func ensureAlive() throws {
+        if let handle, PQstatus(handle) == CONNECTION_OK {
+            let socket = PQsocket(handle)
+            if socket >= 0 {
+                var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+                if poll(&descriptor, 1, 0) > 0 {
+                    if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK {
+                        try connect()
+                        return
+                    }
+                    // Drop any notifications that arrived while idle.
+                    while let notify = PQnotifies(handle) { PQfreemem(notify) }
+                }
+            }
+            return
+        }
+        try connect()
+    }
+
+    /// Runs one statement with `$n` parameters as a prepared statement (prepared once per
+    /// connection, then reused), and returns its rows.
+    @discardableResult
+    public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresRows {
+        let handle = try liveHandle(sql: sql)
+        let name: String
+        if let existing = preparedNames[sql] {
+            name = existing
+        } else {
+            name = "s\(preparedNames.count + 1)"
+            let prepared = PQprepare(handle, name, sql, 0, nil)
+            try check(prepared, sql: sql)
+            preparedNames[sql] = name
+        }
+        let result = withParameters(parameters) { count, values in
+            PQexecPrepared(handle, name, count, values, nil, nil, 0)
+        }
+        return try check(result, sql: sql)
+    }
+
+    /// Runs one statement with `$n` parameters without preparing it: for statements run once.
+    @discardableResult
+    public func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresRows {
+        let handle = try liveHandle(sql: sql)
+        let result = withParameters(parameters) { count, values in
+            PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
+        }
+        return try check(result, sql: sql)
+    }
+
+    /// Runs SQL text that may hold several statements and no parameters (migration files).
+    /// Named unsafe: never build this text from input.
+    public func execute(unsafeSQL sql: String) throws {
+        let handle = try liveHandle(sql: sql)
+        try check(PQexec(handle, sql), sql: String(sql.prefix(200)))
+    }
+
+    // MARK: - Internals
+
+    private func liveHandle(sql: String) throws -> OpaquePointer {
+        if let handle, PQstatus(handle) == CONNECTION_OK { return handle }
+        try connect()
+        guard let handle else {
+            throw PostgresError(code: .connectionFailure, message: "not connected", sql: sql)
+        }
+        return handle
+    }
+
+    private func withParameters<R>(_ parameters: [any PostgresEncodable],
+                                   _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+        let texts = parameters.map { $0.postgresText }
+        var pointers: [UnsafeMutablePointer<CChar>?] = texts.map { text in text.flatMap { strdup($0) } }
+        defer { for pointer in pointers { free(pointer) } }
+        return pointers.withUnsafeMutableBufferPointer { buffer in
+            buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: max(buffer.count, 1)) {
+                body(Int32(texts.count), texts.isEmpty ? nil : UnsafePointer($0))
+            }
+        }
+    }
+
+    /// Turns a result into rows or an error, and frees it.
+    @discardableResult
+    private func check(_ result: OpaquePointer?, sql: String) throws -> PostgresRows {
+        guard let result else {
+            throw connectionError(sql: sql)
+        }
+        defer { PQclear(result) }
+        switch PQresultStatus(result) {
+        case PGRES_TUPLES_OK, PGRES_SINGLE_TUPLE:
+            let rowCount = Int(PQntuples(result))
+            let columnCount = Int(PQnfields(result))
+            var columns = [String]()
+            columns.reserveCapacity(columnCount)
+            for column in 0..<columnCount {
+                columns.append(String(cString: PQfname(result, Int32(column))))
+            }
+            var rows = [[String?]]()
+            rows.reserveCapacity(rowCount)
+            for row in 0..<rowCount {
+                var values = [String?]()
+                values.reserveCapacity(columnCount)
+                for column in 0..<columnCount {
+                    if PQgetisnull(result, Int32(row), Int32(column)) == 1 {
+                        values.append(nil)
+                    } else {
+                        values.append(String(cString: PQgetvalue(result, Int32(row), Int32(column))))
+                    }
+                }
+                rows.append(values)
+            }
+            return PostgresRows(columns: columns, rows: rows, affectedRows: rowCount)
+        case PGRES_COMMAND_OK, PGRES_EMPTY_QUERY:
+            let affected = Int(String(cString: PQcmdTuples(result))) ?? 0
+            return PostgresRows(columns: [], rows: [], affectedRows: affected)
+        default:
+            let field = { (code: UInt8) -> String? in
+                guard let value = PQresultErrorField(result, Int32(code)) else { return nil }
+                return String(cString: value)
+            }
+            let sqlState = field(UInt8(ascii: "C"))
+            let message = field(UInt8(ascii: "M")) ?? Self.trimmed(PQresultErrorMessage(result)) ?? "statement failed"
+            if let handle, PQstatus(handle) != CONNECTION_OK {
+                close()
+                throw PostgresError(code: .connectionFailure, sqlState: sqlState, message: message, sql: sql)
+            }
+            throw PostgresError(code: .server, sqlState: sqlState, message: message,
+                                detail: field(UInt8(ascii: "D")), constraint: field(UInt8(ascii: "n")), sql: sql)
+        }
+    }
+
+    private func connectionError(sql: String) -> PostgresError {
+        let message = handle.flatMap { Self.trimmed(PQerrorMessage($0)) } ?? "connection lost"
+        close()
+        return PostgresError(code: .connectionFailure, message: message, sql: sql)
+    }
+
+    private static func trimmed(_ text: UnsafePointer<CChar>?) -> String? {
+        guard let text else { return nil }
+        let value = String(cString: text).trimmingCharacters(in: " \n\t")
+        return value.isEmpty ? nil : value
+    }
+}
+
+private extension String {
+    func trimmingCharacters(in set: String) -> String {
+        let characters = Set(set)
+        var slice = Substring(self)
+        while let first = slice.first, characters.contains(first) { slice.removeFirst() }
+        while let last = slice.last, characters.contains(last) { slice.removeLast() }
+        return String(slice)
+    }
+}
+
+/// Calls `body` with a C array of C strings that lives for the call.
+private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafePointer<CChar>?>) -> R) -> R {
+    var pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) }
+    pointers.append(nil)
+    defer { for pointer in pointers { free(pointer) } }
+    return pointers.withUnsafeMutableBufferPointer { buffer in
+        buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
+            body(UnsafePointer($0))
+        }
+    }
+}

@@ -1,0 +1,64 @@
+/// An error from PostgreSQL or from talking to it.
+///
+/// It carries what the server said (SQLSTATE, message, detail, constraint) and the SQL text that
+/// failed, but never the parameter values, so it is safe to log.
+public struct PostgresError: Error, Sendable, CustomStringConvertible {
+    /// What kind of failure this is; extensible like PostgresNIO's `PSQLError.Code`.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(_ rawValue: String) { self.rawValue = rawValue }
+        /// The connection could not be made, or broke (server down or restarting).
+        public static let connectionFailure = Code("connectionFailure")
+        /// The server answered a statement with an error (see `sqlState`).
+        public static let server = Code("server")
+        /// No connection became free within the pool's acquire timeout.
+        public static let poolTimeout = Code("poolTimeout")
+        /// The pool was closed (the service is shutting down).
+        public static let poolClosed = Code("poolClosed")
+        /// A value in a row could not be read as the type asked for.
+        public static let decoding = Code("decoding")
+        public var description: String { rawValue }
+    }
+
+    public var code: Code
+    /// The five-character SQLSTATE, when the server sent one (`23505` unique violation, …).
+    public var sqlState: String?
+    /// The server's primary message, or libpq's.
+    public var message: String
+    public var detail: String?
+    public var constraint: String?
+    /// The statement that failed; never its parameter values.
+    public var sql: String?
+
+    public init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil,
+                constraint: String? = nil, sql: String? = nil) {
+        self.code = code
+        self.sqlState = sqlState
+        self.message = message
+        self.detail = detail
+        self.constraint = constraint
+        self.sql = sql
+    }
+
+    /// True when the database is unreachable rather than the statement being wrong: callers map
+    /// this to "service unavailable, retry later".
+    public var isUnavailable: Bool {
+        if code == .connectionFailure || code == .poolClosed { return true }
+        guard let state = sqlState else { return false }
+        // Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+        return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+    }
+
+    /// True for a unique-constraint violation (`23505`).
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+
+    public var description: String {
+        var parts = ["PostgresError(\(code)"]
+        if let sqlState { parts.append("sqlState: \(sqlState)") }
+        parts.append("message: \(message)")
+        if let detail { parts.append("detail: \(detail)") }
+        if let constraint { parts.append("constraint: \(constraint)") }
+        if let sql { parts.append("sql: \(sql)") }
+        return parts.joined(separator: ", ") + ")"
+    }
+}

@@ -1,0 +1,115 @@
+import Dispatch
+import Synchronization
+
+/// A fixed-size pool of connections, handed out exclusively to blocking callers.
+///
+/// Connections are opened lazily and replaced when the server drops them (restart, failover):
+/// while the database is down, `withConnection` throws an error whose `isUnavailable` is true,
+/// and it recovers by itself when the database returns.
+public final class PostgresPool: Sendable {
+    /// How to reach the database and how many connections to keep.
+    public struct Configuration: Sendable {
+        /// libpq URL or conninfo string.
+        public var connectionString: String
+        /// The most connections open at once.
+        public var size: Int
+        /// How long a caller waits for a free connection before `poolTimeout`.
+        public var acquireTimeoutSeconds: Double
+        public var applicationName: String
+
+        public init(connectionString: String, size: Int = 16, acquireTimeoutSeconds: Double = 5,
+                    applicationName: String = "herald") {
+            self.connectionString = connectionString
+            self.size = max(1, size)
+            self.acquireTimeoutSeconds = acquireTimeoutSeconds
+            self.applicationName = applicationName
+        }
+    }
+
+    private struct State {
+        var idle: [PostgresConnection] = []
+        var closed = false
+    }
+
+    public let configuration: Configuration
+    private let slots: DispatchSemaphore
+    private let state = Mutex(State())
+    private let inUseCount = Atomic<Int>(0)
+    private let waitingCount = Atomic<Int>(0)
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        self.slots = DispatchSemaphore(value: configuration.size)
+    }
+
+    /// Connections handed out right now.
+    public var inUse: Int { inUseCount.load(ordering: .relaxed) }
+    /// Callers waiting for a connection right now.
+    public var waiting: Int { waitingCount.load(ordering: .relaxed) }
+
+    /// Runs `body` with a connection of its own, then returns the connection to the pool.
+    public func withConnection<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        let connection = try acquire()
+        defer { release(connection) }
+        return try body(connection)
+    }
+
+    /// Runs `body` in a transaction on a connection of its own.
+    public func withTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
+        try withConnection { connection in try connection.withTransaction(body) }
+    }
+
+    /// Closes every idle connection and refuses new callers. Call after requests have drained.
+    public func close() {
+        let idle = state.withLock { state -> [PostgresConnection] in
+            state.closed = true
+            defer { state.idle.removeAll() }
+            return state.idle
+        }
+        for connection in idle { connection.close() }
+    }
+
+    private func acquire() throws -> PostgresConnection {
+        waitingCount.add(1, ordering: .relaxed)
+        let result = slots.wait(timeout: .now() + configuration.acquireTimeoutSeconds)
+        waitingCount.subtract(1, ordering: .relaxed)
+        guard result == .success else {
+            throw PostgresError(code: .poolTimeout,
+                                message: "no database connection free within \(configuration.acquireTimeoutSeconds)s")
+        }
+        let taken = state.withLock { state -> (PostgresConnection?, Bool) in
+            if state.closed { return (nil, true) }
+            return (state.idle.popLast(), false)
+        }
+        if taken.1 {
+            slots.signal()
+            throw PostgresError(code: .poolClosed, message: "the connection pool is closed")
+        }
+        inUseCount.add(1, ordering: .relaxed)
+        do {
+            if let connection = taken.0 {
+                try connection.ensureAlive()
+                return connection
+            }
+            return try PostgresConnection(connectionString: configuration.connectionString,
+                                          applicationName: configuration.applicationName)
+        } catch {
+            // The slot is free again; a broken connection object is kept so that it reconnects next time.
+            if let connection = taken.0 { state.withLock { $0.idle.append(connection) } }
+            inUseCount.subtract(1, ordering: .relaxed)
+            slots.signal()
+            throw error
+        }
+    }
+
+    private func release(_ connection: PostgresConnection) {
+        let keep = state.withLock { state -> Bool in
+            if state.closed { return false }
+            state.idle.append(connection)
+            return true
+        }
+        if !keep { connection.close() }
+        inUseCount.subtract(1, ordering: .relaxed)
+        slots.signal()
+    }
+}

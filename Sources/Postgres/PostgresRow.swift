@@ -1,0 +1,114 @@
+/// The rows a statement returned, copied out of libpq: a plain `Sendable` value.
+public struct PostgresRows: Sendable, RandomAccessCollection {
+    /// Column names in order.
+    public let columns: [String]
+    let storage: [[String?]]
+    /// The count of rows the statement affected (`INSERT`/`UPDATE`/`DELETE`), 0 for others.
+    public let affectedRows: Int
+
+    init(columns: [String], rows: [[String?]], affectedRows: Int) {
+        self.columns = columns
+        self.storage = rows
+        self.affectedRows = affectedRows
+    }
+
+    public var startIndex: Int { 0 }
+    public var endIndex: Int { storage.count }
+    public subscript(position: Int) -> PostgresRow {
+        PostgresRow(columns: columns, values: storage[position])
+    }
+}
+
+/// One row: text-format values with typed access by position or by column name.
+public struct PostgresRow: Sendable {
+    public let columns: [String]
+    /// The raw text values, nil for SQL NULL.
+    public let values: [String?]
+
+    /// The value at `index` as `T`; throws `PostgresError.decoding` if it does not parse.
+    public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T {
+        guard index >= 0, index < values.count else {
+            throw PostgresError(code: .decoding, message: "column index \(index) out of range")
+        }
+        guard let value = T.decode(postgresText: values[index]) else {
+            throw PostgresError(code: .decoding,
+                                message: "column \(columns[index]) is not a \(T.self): \(values[index] == nil ? "NULL" : "unparseable")")
+        }
+        return value
+    }
+
+    /// The value of the column named `name` as `T`.
+    public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
+        guard let index = columns.firstIndex(of: name) else {
+            throw PostgresError(code: .decoding, message: "no column named \(name)")
+        }
+        return try decode(index, as: type)
+    }
+}
+
+/// A Swift type that can be read from a value in PostgreSQL's text output format.
+public protocol PostgresDecodable: Sendable {
+    /// The value, or nil when the text (nil for SQL NULL) does not represent one.
+    static func decode(postgresText: String?) -> Self?
+}
+
+extension String: PostgresDecodable {
+    public static func decode(postgresText: String?) -> String? { postgresText }
+}
+
+extension Int: PostgresDecodable {
+    public static func decode(postgresText: String?) -> Int? { postgresText.flatMap { Int($0) } }
+}
+
+extension Int64: PostgresDecodable {
+    public static func decode(postgresText: String?) -> Int64? { postgresText.flatMap { Int64($0) } }
+}
+
+extension Double: PostgresDecodable {
+    public static func decode(postgresText: String?) -> Double? { postgresText.flatMap { Double($0) } }
+}
+
+extension Bool: PostgresDecodable {
+    public static func decode(postgresText: String?) -> Bool? {
+        switch postgresText {
+        case "t", "true": return true
+        case "f", "false": return false
+        default: return nil
+        }
+    }
+}
+
+extension PostgresBytes: PostgresDecodable {
+    /// Reads `bytea` in the default hex output format (`\x0a1b…`).
+    public static func decode(postgresText: String?) -> PostgresBytes? {
+        guard let text = postgresText else { return nil }
+        let chars = Array(text.utf8)
+        guard chars.count >= 2, chars[0] == UInt8(ascii: "\\"), chars[1] == UInt8(ascii: "x"),
+              chars.count % 2 == 0 else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+        }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity((chars.count - 2) / 2)
+        var index = 2
+        while index < chars.count {
+            guard let high = nibble(chars[index]), let low = nibble(chars[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return PostgresBytes(bytes)
+    }
+}
+
+/// SQL NULL reads as nil; any other value must parse as `Wrapped`.
+extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
+    public static func decode(postgresText: String?) -> Wrapped?? {
+        guard let text = postgresText else { return .some(nil) }
+        guard let value = Wrapped.decode(postgresText: text) else { return nil }
+        return .some(value)
+    }
+}

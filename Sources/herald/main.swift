@@ -1,0 +1,14 @@
+import Glibc
+import HeraldCore
+
+// Everything lives in HeraldCore; the executable only hands over the process's arguments.
+var environment: [String: String] = [:]
+var pointer = environ
+while let entry = pointer.pointee {
+    let text = String(cString: entry)
+    if let equals = text.firstIndex(of: "=") {
+        environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+    }
+    pointer += 1
+}
+exit(CommandLineTool(arguments: CommandLine.arguments, environment: environment).run())
