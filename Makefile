@@ -1,0 +1,20 @@
+# Herald: the two commands are `make run` and `make test`.
+.PHONY: run test build release deps clean
+
+run:      ## build in release mode and serve on 127.0.0.1:8080 with a local database
+	@bash scripts/run.sh
+
+test:     ## start a throwaway PostgreSQL and run every test
+	@bash scripts/test.sh
+
+build: deps
+	swift build
+
+release: deps
+	swift build -c release --product herald
+
+deps:     ## install missing Debian packages
+	@bash scripts/deps.sh
+
+clean:    ## remove build products (keeps .herald, the local database)
+	rm -rf .build

@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+@Suite("Bad input")
+struct BadInputTests {
+    let environment: TestEnvironment
+    var client: HTTPClient { environment.client }
+    let admin = TestEnvironment.adminToken
+
+    init() throws {
+        environment = try TestEnvironment.shared()
+    }
+
+    @Test("a body that is not JSON is 400 ERR_BAD_REQUEST and creates nothing")
+    func malformedJSON() throws {
+        let id = "bad-\(UUID().uuidString.prefix(8))"
+        let response = try client.post("/v1/apps", token: admin, json: #"{"id": "\#(id)""#)
+        #expect(response.status == 400)
+        #expect(response.errorCode == "ERR_BAD_REQUEST")
+        #expect(response.json["error"] != nil)
+        let list = try client.get("/v1/apps?limit=1000", token: admin)
+        #expect(!list.text.contains(id))
+    }
+
+    @Test("a wrong type, a missing field and an invalid value name the field's path", arguments: [
+        (#"{"id": 5}"#, "id"), (#"{}"#, "id"), (#"{"id": ""}"#, "id"), (#"{"id": "a/b"}"#, "id"), (#"[1]"#, nil),
+    ])
+    func fieldPath(body: String, field: String?) throws {
+        let response = try client.post("/v1/apps", token: admin, json: body)
+        #expect(response.status == 400)
+        #expect(response.errorCode == "ERR_BAD_REQUEST")
+        #expect(response.errorParams["field"] as? String == field)
+    }
+
+    @Test("an invalid role names the field")
+    func invalidRole() throws {
+        let app = try environment.makeApp()
+        let response = try client.post("/v1/apps/\(app.id)/keys", token: admin, json: #"{"role": "boss"}"#)
+        #expect(response.status == 400)
+        #expect(response.errorParams["field"] as? String == "role")
+    }
+
+    @Test("a body over the limit is 413, after authentication")
+    func oversize() throws {
+        let big = [UInt8](repeating: UInt8(ascii: " "), count: 4 * 1024 * 1024 + 10)
+        let response = try client.send("POST", "/v1/apps", token: admin, headers: ["Content-Type": "application/json"], body: big)
+        #expect(response.status == 413)
+        #expect(response.errorCode == "ERR_PAYLOAD_TOO_LARGE")
+        // The token is checked first: without one, the same body is a 401.
+        let anonymous = try client.send("POST", "/v1/apps", headers: ["Content-Type": "application/json"], body: big)
+        #expect(anonymous.status == 401)
+        // The server is still fine afterwards.
+        #expect(try client.get("/healthz").status == 200)
+    }
+
+    @Test("an unsupported content type is 415", arguments: ["text/plain", "application/xml", "application/jsonx"])
+    func unsupportedMediaType(type: String) throws {
+        let response = try client.post("/v1/apps", token: admin, json: #"{"id":"x"}"#, headers: ["Content-Type": type])
+        #expect(response.status == 415)
+        #expect(response.errorCode == "ERR_UNSUPPORTED_MEDIA_TYPE")
+    }
+
+    @Test("application/json with parameters is accepted")
+    func mediaTypeParameters() throws {
+        let id = "charset-\(UUID().uuidString.prefix(8).lowercased())"
+        let response = try client.post("/v1/apps", token: admin, json: #"{"id":"\#(id)"}"#,
+                                       headers: ["Content-Type": "Application/JSON; charset=utf-8"])
+        #expect(response.status == 201)
+    }
+
+    @Test("an unknown route is 404 and a wrong method 405, before any token check")
+    func routes() throws {
+        let missing = try client.get("/v1/nope")
+        #expect(missing.status == 404)
+        #expect(missing.errorCode == "ERR_NOT_FOUND")
+        let wrongMethod = try client.send("PATCH", "/v1/apps")
+        #expect(wrongMethod.status == 405)
+        #expect(wrongMethod.errorCode == "ERR_METHOD_NOT_ALLOWED")
+        #expect(wrongMethod.headers["allow"] == "GET, POST")
+    }
+
+    @Test("every response carries a request id; a sane one from the client is kept")
+    func requestID() throws {
+        let generated = try client.get("/healthz")
+        #expect((generated.headers["x-request-id"] ?? "").count == 16)
+        let kept = try client.get("/v1/nope", headers: ["X-Request-Id": "trace-123"])
+        #expect(kept.headers["x-request-id"] == "trace-123")
+        let replaced = try client.get("/healthz", headers: ["X-Request-Id": "bad id with spaces"])
+        #expect(replaced.headers["x-request-id"] != "bad id with spaces")
+    }
+}

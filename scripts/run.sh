@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# `make run`: install what is missing, build in release mode, and serve Herald.
+# Without DATABASE_URL, a local PostgreSQL cluster lives in .herald/pg (created on first run,
+# reused after, stopped when Herald stops). Prints the admin token and demo app keys.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+swift build -c release --product herald
+bin="$(swift build -c release --show-bin-path)/herald"
+state="$PWD/.herald"
+mkdir -p "$state"
+
+if [ -z "${DATABASE_URL:-}" ]; then
+  scripts/pg.sh init "$state/pg"
+  scripts/pg.sh start "$state/pg"
+  trap 'scripts/pg.sh stop "$state/pg"' EXIT
+  DATABASE_URL=$(scripts/pg.sh url "$state/pg")
+  export DATABASE_URL
+fi
+if [ -z "${HERALD_ADMIN_TOKEN:-}" ]; then
+  [ -s "$state/admin-token" ] || (umask 077; od -An -tx1 -N24 /dev/urandom | tr -d ' \n' > "$state/admin-token")
+  HERALD_ADMIN_TOKEN=$(cat "$state/admin-token")
+  export HERALD_ADMIN_TOKEN
+fi
+export HERALD_LISTEN=${HERALD_LISTEN:-127.0.0.1:8080}
+
+"$bin" migrate
+"$bin" apps create demo --exists-ok >/dev/null
+
+# Keys are shown once and stored hashed, so the demo keys made on the first run are kept in
+# .herald/demo-keys (gitignored, mode 600) and printed again; they are remade when the
+# database changes or they were revoked.
+keys="$state/demo-keys"
+valid=1
+if [ -s "$keys" ] && grep -qxF "database=$DATABASE_URL" "$keys"; then
+  for role in server ingest worker; do
+    id=$(sed -n "s/^$role=hk_\([0-9a-f]*\)_.*/\1/p" "$keys")
+    "$bin" keys list --app demo | grep -q "\"id\":\"$id\"" || valid=0
+  done
+else
+  valid=0
+fi
+if [ "$valid" = 0 ]; then
+  (
+    umask 077
+    echo "database=$DATABASE_URL" > "$keys"
+    for role in server ingest worker; do
+      key=$("$bin" keys create --app demo --role "$role" --label "make run" | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+      echo "$role=$key" >> "$keys"
+    done
+  )
+fi
+key() { sed -n "s/^$1=//p" "$keys"; }
+
+cat <<TXT
+
+Herald is starting on http://$HERALD_LISTEN  (Ctrl-C stops it, and the local database)
+  DATABASE_URL        $DATABASE_URL
+  HERALD_ADMIN_TOKEN  $HERALD_ADMIN_TOKEN
+  app                 demo
+  server key          $(key server)
+  ingest key          $(key ingest)
+  worker key          $(key worker)
+
+Try:  curl -s http://$HERALD_LISTEN/readyz
+      curl -s http://$HERALD_LISTEN/v1/whoami -H "Authorization: Bearer $(key server)"
+
+TXT
+"$bin" serve
