@@ -43,8 +43,11 @@ struct ShutdownTests {
             result.withLock { $0 = response }
             finished.signal()
         }
+        // Watch from another connection: inside the blocker's transaction, pg_stat_activity would
+        // be a snapshot taken at its first read.
+        let observer = try PostgresConnection(connectionString: databaseURL)
         let waiting = try eventually(seconds: 10) {
-            let rows = try blocker.query("""
+            let rows = try observer.query("""
                 SELECT count(*) FROM pg_stat_activity
                 WHERE application_name = 'herald' AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO apps%'
                 """)
