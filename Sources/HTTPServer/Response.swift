@@ -21,7 +21,7 @@ public struct Response: Sendable {
     /// A JSON response encoded from `value`.
     public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> Response {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.withoutEscapingSlashes]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = try encoder.encode(value)
         return Response(status: status, headers: [("Content-Type", "application/json")], body: Array(data))
     }
