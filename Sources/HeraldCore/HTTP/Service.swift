@@ -16,6 +16,9 @@ public struct Service: Sendable {
         var router = Router<Route>()
         OperationsAPI.register(in: &router)
         TenancyAPI.register(in: &router)
+        IngestAPI.register(in: &router, limiter: InFlightLimiter(limit: services.configuration.ingestMaxInFlight))
+        SubscriptionsAPI.register(in: &router)
+        MembershipAPI.register(in: &router)
         self.router = router
     }
 

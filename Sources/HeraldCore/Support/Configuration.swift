@@ -19,6 +19,9 @@ public struct Configuration: Sendable, Equatable {
     public var maxConnections: Int
     /// Seconds an idle connection is kept (`HERALD_IDLE_TIMEOUT_SECONDS`).
     public var idleTimeoutSeconds: Int
+    /// Ingest requests processed at once; more answer 429 (`HERALD_INGEST_MAX_IN_FLIGHT`,
+    /// default: three quarters of the threads, so other routes keep threads free).
+    public var ingestMaxInFlight: Int
     /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
     public var drainTimeoutSeconds: Int
     /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
@@ -29,7 +32,7 @@ public struct Configuration: Sendable, Equatable {
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
-        maxConnections: 1024, idleTimeoutSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
+        maxConnections: 1024, idleTimeoutSeconds: 60, ingestMaxInFlight: 12, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
@@ -43,6 +46,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
         ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 1024)"),
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
+        ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests at once before 429 (default 3/4 of the threads)"),
         ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
@@ -79,6 +83,7 @@ public struct Configuration: Sendable, Equatable {
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
+        ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...512) ?? max(1, threads * 3 / 4)
         if let drain = try integer("HERALD_DRAIN_TIMEOUT_SECONDS", 0...3_600) { drainTimeoutSeconds = drain }
         if let level = value("HERALD_LOG_LEVEL") {
             guard let parsed = LogLevel(rawValue: level.lowercased()) else {
@@ -91,7 +96,7 @@ public struct Configuration: Sendable, Equatable {
 
     init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
          databasePoolSize: Int, databaseAcquireTimeoutMs: Int, maxBodyBytes: Int, maxConnections: Int,
-         idleTimeoutSeconds: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
+         idleTimeoutSeconds: Int, ingestMaxInFlight: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
         self.databaseURL = databaseURL
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -102,6 +107,7 @@ public struct Configuration: Sendable, Equatable {
         self.maxBodyBytes = maxBodyBytes
         self.maxConnections = maxConnections
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.ingestMaxInFlight = ingestMaxInFlight
         self.drainTimeoutSeconds = drainTimeoutSeconds
         self.logLevel = logLevel
         self.migrationsDirectory = migrationsDirectory

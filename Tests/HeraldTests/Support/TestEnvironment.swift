@@ -149,3 +149,36 @@ func eventually(seconds: Double = 15, _ condition: () throws -> Bool) rethrows -
     }
     return try condition()
 }
+
+/// Starts a separate in-process server with its own configuration (for limits and outages).
+enum HeraldCoreServer {
+    static func start(_ configuration: Configuration) throws -> HeraldServer {
+        try HeraldServer(configuration: configuration, logger: Logger(level: .error) { _ in })
+    }
+}
+
+/// The result of work running on its own thread.
+final class ThreadResult<T: Sendable>: Sendable {
+    private let value = Mutex<T?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    fileprivate func finish(_ result: T) {
+        value.withLock { $0 = result }
+        done.signal()
+    }
+
+    /// The result, or nil when it is not there within `seconds`.
+    func wait(seconds: Double) -> T? {
+        guard done.wait(timeout: .now() + seconds) == .success else { return nil }
+        return value.withLock { $0 }
+    }
+}
+
+extension Thread {
+    /// Runs `body` on a new thread; its result is waited for with `wait(seconds:)`.
+    static func detachNewThreadResult<T: Sendable>(_ body: @escaping @Sendable () -> T) -> ThreadResult<T> {
+        let result = ThreadResult<T>()
+        Thread.detachNewThread { result.finish(body()) }
+        return result
+    }
+}

@@ -1,0 +1,299 @@
+/// A strict JSON (RFC 8259) parser from UTF-8 bytes to `JSONValue`.
+///
+/// Faster than going through `Decodable` for free-form input (the ingest path validates every
+/// field by hand, to name the exact path of a bad one), and it keeps integers apart from
+/// fractions. Nesting is limited to `maxDepth` so hostile input cannot exhaust the stack.
+public struct JSONParser {
+    public struct SyntaxError: Error, Sendable, Equatable {
+        public let offset: Int
+        public let message: String
+    }
+
+    public static let maxDepth = 128
+
+    private let bytes: [UInt8]
+    private var index = 0
+
+    private init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Parses a whole document; trailing non-space bytes are an error.
+    public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes)
+        parser.skipSpace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipSpace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected data after the JSON value") }
+        return value
+    }
+
+    private func error(_ message: String) -> SyntaxError {
+        SyntaxError(offset: index, message: message)
+    }
+
+    private mutating func skipSpace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0a, 0x0d: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func parseValue(depth: Int) throws(SyntaxError) -> JSONValue {
+        guard depth < Self.maxDepth else { throw error("nesting is deeper than \(Self.maxDepth)") }
+        guard index < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"): return try parseObject(depth: depth)
+        case UInt8(ascii: "["): return try parseArray(depth: depth)
+        case UInt8(ascii: "\""): return .string(try parseString())
+        case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expectLiteral("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumber()
+        default: throw error("unexpected character")
+        }
+    }
+
+    private mutating func expectLiteral(_ literal: String) throws(SyntaxError) {
+        let expected = Array(literal.utf8)
+        guard index + expected.count <= bytes.count else { throw error("unexpected end of input") }
+        for offset in 0..<expected.count where bytes[index + offset] != expected[offset] {
+            throw error("invalid literal")
+        }
+        index += expected.count
+    }
+
+    private mutating func parseObject(depth: Int) throws(SyntaxError) -> JSONValue {
+        index += 1
+        var object: [String: JSONValue] = [:]
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") {
+            index += 1
+            return .object(object)
+        }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw error("expected a string key") }
+            let key = try parseString()
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
+            index += 1
+            skipSpace()
+            object[key] = try parseValue(depth: depth + 1)
+            skipSpace()
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "}") else { throw error("expected ',' or '}'") }
+            index += 1
+            return .object(object)
+        }
+    }
+
+    private mutating func parseArray(depth: Int) throws(SyntaxError) -> JSONValue {
+        index += 1
+        var array: [JSONValue] = []
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") {
+            index += 1
+            return .array(array)
+        }
+        while true {
+            skipSpace()
+            array.append(try parseValue(depth: depth + 1))
+            skipSpace()
+            guard index < bytes.count else { throw error("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") {
+                index += 1
+                continue
+            }
+            guard bytes[index] == UInt8(ascii: "]") else { throw error("expected ',' or ']'") }
+            index += 1
+            return .array(array)
+        }
+    }
+
+    private mutating func parseString() throws(SyntaxError) -> String {
+        index += 1
+        let start = index
+        // Fast path: no escapes.
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                let slice = bytes[start..<index]
+                index += 1
+                guard let text = String(validating: slice, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 { throw error("control character in a string") }
+            index += 1
+        }
+        var out = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "\""):
+                index += 1
+                guard let text = String(validating: out, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
+                return text
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw error("unexpected end of input") }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5c)
+                case UInt8(ascii: "/"): out.append(0x2f)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0c)
+                case UInt8(ascii: "n"): out.append(0x0a)
+                case UInt8(ascii: "r"): out.append(0x0d)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try parseHex4()
+                    if (0xD800...0xDBFF).contains(scalar) {
+                        guard index + 1 < bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u") else {
+                            throw error("unpaired surrogate")
+                        }
+                        index += 2
+                        let low = try parseHex4()
+                        guard (0xDC00...0xDFFF).contains(low) else { throw error("unpaired surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00...0xDFFF).contains(scalar) {
+                        throw error("unpaired surrogate")
+                    }
+                    guard let unicode = Unicode.Scalar(scalar) else { throw error("invalid \\u escape") }
+                    out.append(contentsOf: Array(String(Character(unicode)).utf8))
+                default:
+                    throw error("invalid escape")
+                }
+            default:
+                if byte < 0x20 { throw error("control character in a string") }
+                out.append(byte)
+                index += 1
+            }
+        }
+        throw error("unterminated string")
+    }
+
+    private mutating func parseHex4() throws(SyntaxError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw error("unexpected end of input") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[index]
+            let digit: UInt32
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = UInt32(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = UInt32(byte - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = UInt32(byte - UInt8(ascii: "A") + 10)
+            default: throw error("invalid \\u escape")
+            }
+            value = value << 4 | digit
+            index += 1
+        }
+        return value
+    }
+
+    private mutating func parseNumber() throws(SyntaxError) -> JSONValue {
+        let start = index
+        if bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count else { throw error("invalid number") }
+        if bytes[index] == UInt8(ascii: "0") {
+            index += 1
+        } else if (UInt8(ascii: "1")...UInt8(ascii: "9")).contains(bytes[index]) {
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+        } else {
+            throw error("invalid number")
+        }
+        var isInteger = true
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            isInteger = false
+            index += 1
+            let digits = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            guard index > digits else { throw error("invalid number") }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            isInteger = false
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            let digits = index
+            while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) { index += 1 }
+            guard index > digits else { throw error("invalid number") }
+        }
+        let text = String(decoding: bytes[start..<index], as: UTF8.self)
+        if isInteger, let value = Int(text) { return .int(value) }
+        guard let value = Double(text) else { throw error("invalid number") }
+        return .double(value)
+    }
+}
+
+extension JSONValue {
+    /// Compact JSON text of the value (keys sorted, so equal values give equal text).
+    public var jsonText: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    private func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let value): out += value ? "true" : "false"
+        case .int(let value): out += String(value)
+        case .double(let value):
+            out += value.isFinite ? (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) : "null"
+        case .string(let value): JSONValue.writeString(value, to: &out)
+        case .array(let values):
+            out += "["
+            for (offset, value) in values.enumerated() {
+                if offset > 0 { out += "," }
+                value.write(to: &out)
+            }
+            out += "]"
+        case .object(let object):
+            out += "{"
+            for (offset, key) in object.keys.sorted().enumerated() {
+                if offset > 0 { out += "," }
+                JSONValue.writeString(key, to: &out)
+                out += ":"
+                object[key]!.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    /// Appends `text` as a JSON string literal.
+    public static func writeString(_ text: String, to out: inout String) {
+        out += "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+
+    /// The member `key` of an object, nil otherwise.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+}

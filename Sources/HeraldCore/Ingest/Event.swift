@@ -1,0 +1,109 @@
+import HTTPServer
+
+/// A conversation: a group, or a one-on-one chat between two users (SPEC §1).
+public struct Conversation: Sendable, Hashable {
+    public let id: String
+    public let receiverType: String
+    public let groupID: String?
+    public let userA: String?
+    public let userB: String?
+
+    public static func group(_ guid: String) -> Conversation {
+        Conversation(id: "group_" + guid, receiverType: "group", groupID: guid, userA: nil, userB: nil)
+    }
+
+    public static func oneOnOne(_ first: String, _ second: String) -> Conversation {
+        let (a, b) = first.utf8.lexicographicallyPrecedes(second.utf8) ? (first, second) : (second, first)
+        return Conversation(id: a + "_user_" + b, receiverType: "user", groupID: nil, userA: a, userB: b)
+    }
+
+    /// The advisory-lock key that serialises every change to this conversation's derived state:
+    /// the group for groups (membership events touch every thread of a group), else the thread.
+    func lockKey(thread: String) -> String {
+        if let groupID { return "g:" + groupID }
+        return "t:" + thread
+    }
+}
+
+/// A validated event of one of the types of SPEC §4.
+public enum DomainEvent: Sendable {
+    case messageCreated(MessageCreated)
+    case messageEdited(MessageEdited)
+    case messageDeleted(MessageDeleted)
+    case membership(MembershipChange)
+    case groupDeleted(guid: String, at: Int64)
+    /// Accepted and recorded, with no effect (`member.unbanned`, `member.scopeChanged`).
+    case noEffect
+
+    public struct MessageCreated: Sendable {
+        public let id: String
+        public let sender: String
+        public let conversation: Conversation
+        public let parentID: String?
+        public let parentSender: String?
+        public let sentAt: Int64
+        public let category: String
+        public let type: String?
+        public let text: String?
+        public let mentions: [String]
+        public let mentionsAll: Bool
+        public let quotedMessageID: String?
+        public let quotedSender: String?
+        public let sendNotification: Bool?
+        public var threadID: String { parentID ?? id }
+    }
+
+    public struct MessageEdited: Sendable {
+        public let id: String
+        public let sender: String
+        public let conversation: Conversation
+        public let parentID: String?
+        public let editedAt: Int64
+        public let text: String?
+        /// nil when the edit did not say (the mentions stay as they were).
+        public let mentions: [String]?
+        public let mentionsAll: Bool?
+        public var threadID: String { parentID ?? id }
+    }
+
+    public struct MessageDeleted: Sendable {
+        public let id: String
+        /// nil for a one-on-one message: the other party is not in the event.
+        public let conversation: Conversation?
+        public let parentID: String?
+        public let deletedAt: Int64
+        public var threadID: String { parentID ?? id }
+    }
+
+    public struct MembershipChange: Sendable {
+        public let guid: String
+        public let uid: String
+        public let at: Int64
+        public let joined: Bool
+    }
+}
+
+/// One event of a request, after validation.
+public struct IncomingEvent: Sendable {
+    public let source: String
+    public let id: String
+    public let type: String
+    public let event: DomainEvent
+}
+
+/// Why one event of a request was rejected (SPEC §4): reported in `results` and recorded.
+public struct EventRejection: Error, Sendable {
+    public let code: String
+    public let message: String
+    public let field: String?
+
+    static func bad(_ message: String, field: String) -> EventRejection {
+        EventRejection(code: "ERR_BAD_REQUEST", message: message, field: field)
+    }
+
+    var errorJSON: JSONValue {
+        var object: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
+        if let field { object["params"] = .object(["field": .string(field)]) }
+        return .object(object)
+    }
+}

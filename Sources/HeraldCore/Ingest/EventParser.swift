@@ -1,0 +1,263 @@
+import HTTPServer
+
+/// Reads `POST /v1/events` bodies in every CloudEvents HTTP mode (SPEC §4) and validates each
+/// event's attributes and `data`, naming the path of the first bad field.
+public enum EventParser {
+    public static let maxBatch = 1000
+    public static let maxTextLength = 4096
+
+    /// One element of a request: a valid event, or a rejection with what is known of the event.
+    public enum Item: Sendable {
+        case valid(IncomingEvent, raw: JSONValue)
+        case rejected(EventRejection, source: String?, id: String?, type: String?, raw: JSONValue)
+    }
+
+    public static let mediaTypes = ["application/json", "application/cloudevents+json", "application/cloudevents-batch+json"]
+
+    /// The request's events in order. Throws 400 only when the body as a whole is unusable.
+    public static func parse(_ request: Request) throws(HTTPError) -> [Item] {
+        if let specversion = request.header("ce-specversion") {
+            return [binaryMode(request, specversion: specversion)]
+        }
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(request.body)
+        } catch {
+            throw HTTPError.badRequest("body is not valid JSON: \(error.message) at byte \(error.offset)")
+        }
+        switch document {
+        case .object:
+            return [item(document)]
+        case .array(let elements):
+            guard elements.count <= maxBatch else {
+                throw HTTPError.badRequest("a batch holds at most \(maxBatch) events", params: ["max": .int(maxBatch)])
+            }
+            return elements.map(item)
+        default:
+            throw HTTPError.badRequest("body must be a CloudEvent object or an array of them")
+        }
+    }
+
+    /// Binary mode: attributes in `ce-` headers, the body is `data`.
+    static func binaryMode(_ request: Request, specversion: String) -> Item {
+        var object: [String: JSONValue] = ["specversion": .string(specversion)]
+        for (header, attribute) in [("ce-id", "id"), ("ce-source", "source"), ("ce-type", "type"),
+                                    ("ce-time", "time"), ("ce-subject", "subject")] {
+            if let value = request.header(header) { object[attribute] = .string(value) }
+        }
+        if request.body.isEmpty {
+            object["data"] = .null
+        } else if let data = try? JSONParser.parse(request.body) {
+            object["data"] = data
+        } else {
+            let raw = JSONValue.object(object)
+            return .rejected(.bad("data is not valid JSON", field: "data"), source: object["source"]?.stringValue,
+                             id: object["id"]?.stringValue, type: object["type"]?.stringValue, raw: raw)
+        }
+        return item(.object(object))
+    }
+
+    static func item(_ raw: JSONValue) -> Item {
+        guard case .object(let object) = raw else {
+            return .rejected(EventRejection(code: "ERR_BAD_REQUEST", message: "an event must be a JSON object", field: nil),
+                             source: nil, id: nil, type: nil, raw: raw)
+        }
+        let source = object["source"]?.stringValue
+        let id = object["id"]?.stringValue
+        let type = object["type"]?.stringValue
+        do {
+            return .valid(try validate(object), raw: raw)
+        } catch {
+            return .rejected(error, source: source.flatMap { $0.isEmpty ? nil : $0 }, id: id.flatMap { $0.isEmpty ? nil : $0 },
+                             type: type, raw: raw)
+        }
+    }
+
+    static func validate(_ object: [String: JSONValue]) throws(EventRejection) -> IncomingEvent {
+        let envelope = Fields(object, prefix: "")
+        guard case .string(let specversion)? = object["specversion"] else {
+            throw .bad("specversion is required and must be \"1.0\"", field: "specversion")
+        }
+        guard specversion == "1.0" else { throw .bad("specversion must be \"1.0\"", field: "specversion") }
+        let id = try envelope.attribute("id")
+        let source = try envelope.attribute("source")
+        let type = try envelope.attribute("type")
+        guard case .object(let dataObject)? = object["data"] else {
+            throw .bad("data must be a JSON object", field: "data")
+        }
+        let data = Fields(dataObject, prefix: "data.")
+        let event: DomainEvent
+        switch type {
+        case "message.created": event = .messageCreated(try messageCreated(data))
+        case "message.edited": event = .messageEdited(try messageEdited(data))
+        case "message.deleted": event = .messageDeleted(try messageDeleted(data))
+        case "member.joined", "member.added":
+            event = .membership(.init(guid: try data.id("guid"), uid: try data.id("uid"), at: try data.time("at"), joined: true))
+        case "member.left", "member.kicked", "member.banned":
+            event = .membership(.init(guid: try data.id("guid"), uid: try data.id("uid"), at: try data.time("at"), joined: false))
+        case "member.unbanned", "member.scopeChanged":
+            _ = (try data.id("guid"), try data.id("uid"), try data.time("at"))
+            event = .noEffect
+        case "group.deleted":
+            event = .groupDeleted(guid: try data.id("guid"), at: try data.time("at"))
+        default:
+            throw EventRejection(code: "ERR_UNKNOWN_EVENT_TYPE", message: "unknown event type \(type)", field: "type")
+        }
+        return IncomingEvent(source: source, id: id, type: type, event: event)
+    }
+
+    static func conversation(_ data: Fields, sender: String) throws(EventRejection) -> Conversation {
+        let receiverType = try data.string("receiverType")
+        let receiver = try data.id("receiver")
+        switch receiverType {
+        case "group": return .group(receiver)
+        case "user": return .oneOnOne(sender, receiver)
+        default: throw .bad("data.receiverType must be \"group\" or \"user\"", field: "data.receiverType")
+        }
+    }
+
+    static func messageCreated(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageCreated {
+        let id = try data.id("id")
+        let sender = try data.id("sender")
+        let conversation = try conversation(data, sender: sender)
+        let parentID = try data.optionalID("parentId")
+        if parentID == id { throw .bad("data.parentId must differ from data.id", field: "data.parentId") }
+        return DomainEvent.MessageCreated(
+            id: id, sender: sender, conversation: conversation, parentID: parentID,
+            parentSender: try data.optionalID("parentSender"), sentAt: try data.time("sentAt"),
+            category: try data.optionalString("category") ?? "message", type: try data.optionalString("type"),
+            text: try data.text("text"), mentions: try data.idList("mentions") ?? [],
+            mentionsAll: try data.optionalBool("mentionsAll") ?? false,
+            quotedMessageID: try data.optionalID("quotedMessageId"), quotedSender: try data.optionalID("quotedSender"),
+            sendNotification: try data.optionalBool("sendNotification"))
+    }
+
+    static func messageEdited(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageEdited {
+        let id = try data.id("id")
+        let sender = try data.id("sender")
+        let parentID = try data.optionalID("parentId")
+        if parentID == id { throw .bad("data.parentId must differ from data.id", field: "data.parentId") }
+        return DomainEvent.MessageEdited(
+            id: id, sender: sender, conversation: try conversation(data, sender: sender), parentID: parentID,
+            editedAt: try data.time("editedAt"), text: try data.text("text"), mentions: try data.idList("mentions"),
+            mentionsAll: try data.optionalBool("mentionsAll"))
+    }
+
+    static func messageDeleted(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageDeleted {
+        let id = try data.id("id")
+        let receiverType = try data.string("receiverType")
+        let receiver = try data.id("receiver")
+        let conversation: Conversation?
+        switch receiverType {
+        case "group": conversation = .group(receiver)
+        case "user": conversation = nil
+        default: throw .bad("data.receiverType must be \"group\" or \"user\"", field: "data.receiverType")
+        }
+        let parentID = try data.optionalID("parentId")
+        if parentID == id { throw .bad("data.parentId must differ from data.id", field: "data.parentId") }
+        return DomainEvent.MessageDeleted(id: id, conversation: conversation, parentID: parentID,
+                                          deletedAt: try data.time("deletedAt"))
+    }
+
+    /// Typed access to an object's fields; errors name `prefix + key`.
+    struct Fields {
+        let object: [String: JSONValue]
+        let prefix: String
+
+        init(_ object: [String: JSONValue], prefix: String) {
+            self.object = object
+            self.prefix = prefix
+        }
+
+        func path(_ key: String) -> String { prefix + key }
+
+        /// A required CloudEvents attribute: a non-empty string.
+        func attribute(_ key: String) throws(EventRejection) -> String {
+            guard case .string(let value)? = object[key], !value.isEmpty else {
+                throw .bad("\(path(key)) is required and must be a non-empty string", field: path(key))
+            }
+            return value
+        }
+
+        func string(_ key: String) throws(EventRejection) -> String {
+            guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
+            guard case .string(let text) = value else { throw .bad("\(path(key)) must be a string", field: path(key)) }
+            return text
+        }
+
+        func optionalString(_ key: String) throws(EventRejection) -> String? {
+            guard let value = object[key], value != .null else { return nil }
+            guard case .string(let text) = value else { throw .bad("\(path(key)) must be a string", field: path(key)) }
+            return text
+        }
+
+        /// Text for a push body, truncated to 4096 characters.
+        func text(_ key: String) throws(EventRejection) -> String? {
+            guard let text = try optionalString(key) else { return nil }
+            return text.count > EventParser.maxTextLength ? String(text.prefix(EventParser.maxTextLength)) : text
+        }
+
+        /// An opaque id (SPEC §1); a JSON integer means its decimal string.
+        func id(_ key: String) throws(EventRejection) -> String {
+            guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
+            return try Fields.id(value, path: path(key))
+        }
+
+        func optionalID(_ key: String) throws(EventRejection) -> String? {
+            guard let value = object[key], value != .null else { return nil }
+            return try Fields.id(value, path: path(key))
+        }
+
+        static func id(_ value: JSONValue, path: String) throws(EventRejection) -> String {
+            let text: String
+            switch value {
+            case .string(let string): text = string
+            case .int(let number): text = String(number)
+            default: throw .bad("\(path) must be a string id", field: path)
+            }
+            guard Identifier.isValid(text) else {
+                throw .bad("\(path) must be 1-128 characters without control characters or '/'", field: path)
+            }
+            return text
+        }
+
+        func idList(_ key: String) throws(EventRejection) -> [String]? {
+            guard let value = object[key], value != .null else { return nil }
+            guard case .array(let elements) = value else { throw .bad("\(path(key)) must be an array", field: path(key)) }
+            var ids: [String] = []
+            var seen: Set<String> = []
+            for (index, element) in elements.enumerated() {
+                let id = try Fields.id(element, path: "\(path(key))[\(index)]")
+                if seen.insert(id).inserted { ids.append(id) }
+            }
+            return ids
+        }
+
+        func optionalBool(_ key: String) throws(EventRejection) -> Bool? {
+            guard let value = object[key], value != .null else { return nil }
+            guard case .bool(let flag) = value else { throw .bad("\(path(key)) must be a boolean", field: path(key)) }
+            return flag
+        }
+
+        /// A time in epoch milliseconds: a non-negative integer.
+        func time(_ key: String) throws(EventRejection) -> Int64 {
+            guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
+            switch value {
+            case .int(let number) where number >= 0: return Int64(number)
+            case .double(let number) where number >= 0 && number == number.rounded() && number < 9.0e15: return Int64(number)
+            default: throw .bad("\(path(key)) must be a time in epoch milliseconds", field: path(key))
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    /// The string, or a JSON integer as its decimal text.
+    var stringValue: String? {
+        switch self {
+        case .string(let text): return text
+        case .int(let number): return String(number)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,266 @@
+import HTTPServer
+import Postgres
+
+/// Writes the facts of newly accepted events and recomputes what they touch, set-based: one
+/// statement per kind of fact, then one refresh of threads and one of subscriptions.
+struct FactWriter {
+    let app: String
+    let events: [IncomingEvent]
+
+    // message.created, one per message id (the first wins, as a redelivery under a new event id would)
+    private var created: [DomainEvent.MessageCreated] = []
+    private var edits: [DomainEvent.MessageEdited] = []
+    private var deletions: [String: DomainEvent.MessageDeleted] = [:]
+    private var memberships: [DomainEvent.MembershipChange] = []
+    private var groupDeletions: [String: Int64] = [:]
+
+    init(app: String, events: [IncomingEvent]) {
+        self.app = app
+        self.events = events
+        var seenCreated: Set<String> = []
+        for event in events {
+            switch event.event {
+            case .messageCreated(let m):
+                if seenCreated.insert(m.id).inserted { created.append(m) }
+            case .messageEdited(let m):
+                edits.append(m)
+            case .messageDeleted(let m):
+                if let existing = deletions[m.id], existing.deletedAt <= m.deletedAt { continue }
+                deletions[m.id] = m
+            case .membership(let change):
+                memberships.append(change)
+            case .groupDeleted(let guid, let at):
+                groupDeletions[guid] = min(groupDeletions[guid] ?? at, at)
+            case .noEffect:
+                break
+            }
+        }
+    }
+
+    func write(on connection: PostgresConnection) throws {
+        var touchedThreads: Set<String> = []
+        var touchedMessages: Set<String> = []
+        var keyUsers: [String] = []
+        var keyThreads: [String] = []
+        var evidenceGroups: [String] = []
+        var evidenceUsers: [String] = []
+
+        if !created.isEmpty {
+            try insertCreated(on: connection)
+            for m in created {
+                touchedThreads.insert(m.threadID)
+                touchedMessages.insert(m.id)
+                keyUsers.append(m.sender)
+                keyThreads.append(m.threadID)
+                for uid in m.mentions {
+                    keyUsers.append(uid)
+                    keyThreads.append(m.threadID)
+                }
+                if let guid = m.conversation.groupID {
+                    evidenceGroups.append(guid)
+                    evidenceUsers.append(m.sender)
+                }
+            }
+        }
+        if !edits.isEmpty {
+            try insertEdits(on: connection)
+            for m in edits {
+                touchedThreads.insert(m.threadID)
+                touchedMessages.insert(m.id)
+                for uid in m.mentions ?? [] {
+                    keyUsers.append(uid)
+                    keyThreads.append(m.threadID)
+                }
+            }
+        }
+        // Versions exist now for created and edited messages: recompute each message's current text.
+        if !touchedMessages.isEmpty {
+            try connection.query("""
+                UPDATE messages m SET text = v.text
+                  FROM (SELECT DISTINCT ON (message_id) message_id, text FROM message_versions
+                         WHERE app = $1 AND message_id = ANY ($2::text[]) AND text IS NOT NULL
+                         ORDER BY message_id, at DESC) v
+                 WHERE m.app = $1 AND m.id = v.message_id AND m.text IS DISTINCT FROM v.text
+                """, [app, Array(touchedMessages)])
+        }
+        if !deletions.isEmpty {
+            try insertDeletions(on: connection)
+            for m in deletions.values { touchedThreads.insert(m.threadID) }
+        }
+        if !memberships.isEmpty {
+            try connection.query("""
+                INSERT INTO member_events (app, group_id, uid, at, joined)
+                SELECT $1, g, u, a, j FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[]) AS x(g, u, a, j)
+                ON CONFLICT DO NOTHING
+                """, [app, memberships.map(\.guid), memberships.map(\.uid), memberships.map(\.at), memberships.map(\.joined)])
+            for change in memberships {
+                evidenceGroups.append(change.guid)
+                evidenceUsers.append(change.uid)
+            }
+        }
+        // Current membership: the latest join and removal evidence, from member events and senders.
+        var summaryGroups: [String] = []
+        var summaryUsers: [String] = []
+        var summaryJoined: [Int64?] = []
+        var summaryRemoved: [Int64?] = []
+        for change in memberships {
+            summaryGroups.append(change.guid)
+            summaryUsers.append(change.uid)
+            summaryJoined.append(change.joined ? change.at : nil)
+            summaryRemoved.append(change.joined ? nil : change.at)
+        }
+        for m in created {
+            guard let guid = m.conversation.groupID else { continue }
+            summaryGroups.append(guid)
+            summaryUsers.append(m.sender)
+            summaryJoined.append(m.sentAt)
+            summaryRemoved.append(nil)
+        }
+        if !summaryGroups.isEmpty {
+            try connection.query("""
+                INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
+                SELECT $1, gid, uid, max(j), max(r)
+                  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(gid, uid, j, r)
+                 GROUP BY gid, uid
+                ON CONFLICT (app, group_id, uid) DO UPDATE SET
+                    joined_at = greatest(g.joined_at, EXCLUDED.joined_at),
+                    removed_at = greatest(g.removed_at, EXCLUDED.removed_at)
+                WHERE (g.joined_at, g.removed_at) IS DISTINCT FROM
+                      (greatest(g.joined_at, EXCLUDED.joined_at), greatest(g.removed_at, EXCLUDED.removed_at))
+                """, [app, summaryGroups, summaryUsers, summaryJoined, summaryRemoved])
+        }
+        var deletedGroupThreads: [String] = []
+        if !groupDeletions.isEmpty {
+            let rows = try connection.query("""
+                WITH d AS (
+                    INSERT INTO deleted_groups AS d (app, group_id, deleted_at)
+                    SELECT $1, g, a FROM unnest($2::text[], $3::bigint[]) AS x(g, a)
+                    ON CONFLICT (app, group_id) DO UPDATE SET deleted_at = least(d.deleted_at, EXCLUDED.deleted_at)
+                )
+                SELECT parent_id FROM threads WHERE app = $1 AND group_id = ANY ($2::text[])
+                """, [app, Array(groupDeletions.keys), Array(groupDeletions.values)])
+            deletedGroupThreads = try rows.map { try $0.decode(0, as: String.self) }
+        }
+
+        let threads = Array(touchedThreads) + deletedGroupThreads
+        if !threads.isEmpty {
+            try connection.query("SELECT herald_refresh_threads($1, $2::text[])", [app, threads])
+        }
+        try connection.query("""
+            SELECT herald_recompute_subscriptions($1, coalesce(array_agg(uid), '{}'), coalesce(array_agg(thread_id), '{}'))
+              FROM (
+                SELECT uid, thread_id FROM unnest($2::text[], $3::text[]) AS d(uid, thread_id)
+                UNION
+                SELECT t.author, t.parent_id FROM threads t
+                 WHERE t.app = $1 AND t.parent_id = ANY ($4::text[]) AND t.author IS NOT NULL
+                UNION
+                SELECT mn.uid, mn.thread_id FROM mentions mn WHERE mn.app = $1 AND mn.message_id = ANY ($5::text[])
+                UNION
+                SELECT mn.uid, mn.thread_id
+                  FROM (SELECT DISTINCT g, u FROM unnest($6::text[], $7::text[]) AS e(g, u)) e
+                  JOIN mentions mn ON mn.app = $1 AND mn.uid = e.u AND mn.conversation_id = 'group_' || e.g
+              ) k
+            """, [app, keyUsers, keyThreads, Array(touchedThreads), Array(touchedMessages), evidenceGroups, evidenceUsers])
+    }
+
+    private func insertCreated(on connection: PostgresConnection) throws {
+        let c = created
+        try connection.query("""
+            INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id,
+                                       parent_sender, sent_at, text, mentions_all, category, type, quoted_message_id,
+                                       quoted_sender, send_notification, created_seen)
+            SELECT $1, x.*, true
+              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                          $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[], $15::text[], $16::text[],
+                          $17::text[], $18::boolean[]) AS x
+            ON CONFLICT (app, id) DO UPDATE SET
+                conversation_id = EXCLUDED.conversation_id, receiver_type = EXCLUDED.receiver_type,
+                group_id = EXCLUDED.group_id, user_a = EXCLUDED.user_a, user_b = EXCLUDED.user_b,
+                sender = EXCLUDED.sender, parent_id = EXCLUDED.parent_id, parent_sender = EXCLUDED.parent_sender,
+                sent_at = EXCLUDED.sent_at, mentions_all = EXCLUDED.mentions_all, category = EXCLUDED.category,
+                type = EXCLUDED.type, quoted_message_id = EXCLUDED.quoted_message_id,
+                quoted_sender = EXCLUDED.quoted_sender, send_notification = EXCLUDED.send_notification,
+                created_seen = true
+            WHERE NOT m.created_seen
+            """, [app, c.map(\.id), c.map(\.conversation.id), c.map(\.conversation.receiverType), c.map(\.conversation.groupID),
+                  c.map(\.conversation.userA), c.map(\.conversation.userB), c.map(\.sender), c.map(\.parentID),
+                  c.map(\.parentSender), c.map(\.sentAt), c.map(\.text), c.map(\.mentionsAll), c.map(\.category),
+                  c.map(\.type), c.map(\.quotedMessageID), c.map(\.quotedSender), c.map(\.sendNotification)])
+        try insertVersions(ids: c.map(\.id), at: c.map(\.sentAt), mentions: c.map(\.mentions),
+                           mentionsAll: c.map(\.mentionsAll), texts: c.map(\.text),
+                           conversations: c.map(\.conversation.id), threads: c.map(\.threadID), on: connection)
+    }
+
+    private func insertEdits(on connection: PostgresConnection) throws {
+        let e = edits
+        // An edit seen before its message.created leaves a placeholder row with what it knows.
+        try connection.query("""
+            INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                                       $9::text[]) AS x
+            ON CONFLICT DO NOTHING
+            """, [app, e.map(\.id), e.map(\.conversation.id), e.map(\.conversation.receiverType), e.map(\.conversation.groupID),
+                  e.map(\.conversation.userA), e.map(\.conversation.userB), e.map(\.sender), e.map(\.parentID)])
+        // An edit that does not list mentions stores null: the mentions in force before it stay.
+        try connection.query("""
+            INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
+            SELECT $1, x.id, x.at,
+                   CASE WHEN x.mentions IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)) END,
+                   x.mentions_all, x.text
+              FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[]) AS x(id, at, mentions, mentions_all, text)
+            ON CONFLICT DO NOTHING
+            """, [app, e.map(\.id), e.map(\.editedAt), e.map { $0.mentions.map(Self.jsonArray) }, e.map(\.mentionsAll), e.map(\.text)])
+        var ids: [String] = [], at: [Int64] = [], uids: [String] = [], conversations: [String] = [], threads: [String] = []
+        for edit in e {
+            for uid in edit.mentions ?? [] {
+                ids.append(edit.id); at.append(edit.editedAt); uids.append(uid)
+                conversations.append(edit.conversation.id); threads.append(edit.threadID)
+            }
+        }
+        try insertMentions(ids: ids, at: at, uids: uids, conversations: conversations, threads: threads, on: connection)
+    }
+
+    private func insertVersions(ids: [String], at: [Int64], mentions: [[String]], mentionsAll: [Bool], texts: [String?],
+                                conversations: [String], threads: [String], on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
+            SELECT $1, x.id, x.at, ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)), x.mentions_all, x.text
+              FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[]) AS x(id, at, mentions, mentions_all, text)
+            ON CONFLICT DO NOTHING
+            """, [app, ids, at, mentions.map(Self.jsonArray), mentionsAll, texts])
+        var mentionIDs: [String] = [], mentionAt: [Int64] = [], uids: [String] = [], mentionConversations: [String] = [],
+            mentionThreads: [String] = []
+        for index in ids.indices {
+            for uid in mentions[index] {
+                mentionIDs.append(ids[index]); mentionAt.append(at[index]); uids.append(uid)
+                mentionConversations.append(conversations[index]); mentionThreads.append(threads[index])
+            }
+        }
+        try insertMentions(ids: mentionIDs, at: mentionAt, uids: uids, conversations: mentionConversations,
+                           threads: mentionThreads, on: connection)
+    }
+
+    private func insertMentions(ids: [String], at: [Int64], uids: [String], conversations: [String], threads: [String],
+                                on connection: PostgresConnection) throws {
+        guard !ids.isEmpty else { return }
+        try connection.query("""
+            INSERT INTO mentions (app, message_id, at, uid, conversation_id, thread_id)
+            SELECT $1, x.* FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS x
+            ON CONFLICT DO NOTHING
+            """, [app, ids, at, uids, conversations, threads])
+    }
+
+    private func insertDeletions(on connection: PostgresConnection) throws {
+        let d = Array(deletions.values)
+        try connection.query("""
+            INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS x
+            ON CONFLICT (app, id) DO UPDATE SET deleted_at = least(coalesce(m.deleted_at, EXCLUDED.deleted_at), EXCLUDED.deleted_at)
+            """, [app, d.map(\.id), d.map { $0.conversation?.id }, d.map { $0.conversation?.receiverType },
+                  d.map { $0.conversation?.groupID }, d.map(\.parentID), d.map(\.deletedAt)])
+    }
+
+    static func jsonArray(_ values: [String]) -> String {
+        JSONValue.array(values.map { .string($0) }).jsonText
+    }
+}

@@ -1,0 +1,91 @@
+import HTTPServer
+import Postgres
+import Synchronization
+
+/// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
+enum IngestAPI {
+    static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
+        router.add("POST", "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { context in
+            try limiter.run { try ingest(context) }
+        })
+        router.add("GET", "/v1/events/rejected", Route(access: .server, handler: listRejected))
+    }
+
+    static func ingest(_ context: RequestContext) throws -> Response {
+        let items = try EventParser.parse(context.request)
+        let services = context.services
+        let outcomes = try services.database.withConnection { connection in
+            try IngestStore().apply(items, app: context.app, on: connection)
+        }
+        var accepted = 0, duplicates = 0, rejected = 0
+        var results = ""
+        results.reserveCapacity(outcomes.count * 64)
+        for (index, outcome) in outcomes.enumerated() {
+            switch outcome.status {
+            case .accepted: accepted += 1
+            case .duplicate: duplicates += 1
+            case .rejected: rejected += 1
+            }
+            if index > 0 { results += "," }
+            results += "{\"id\":"
+            appendNullable(outcome.id, to: &results)
+            results += ",\"source\":"
+            appendNullable(outcome.source, to: &results)
+            results += ",\"status\":\"\(outcome.status.rawValue)\""
+            if let error = outcome.error { results += ",\"error\":" + error.errorJSON.jsonText }
+            results += "}"
+        }
+        return .jsonText("{\"accepted\":\(accepted),\"duplicates\":\(duplicates),\"rejected\":\(rejected),\"results\":[\(results)]}")
+    }
+
+    private static func appendNullable(_ text: String?, to out: inout String) {
+        if let text { JSONValue.writeString(text, to: &out) } else { out += "null" }
+    }
+
+    /// Rejected events, newest first, built as JSON by PostgreSQL.
+    static func listRejected(_ context: RequestContext) throws -> Response {
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let before = try list.cursor.map { cursor throws(HTTPError) -> Int64 in
+            guard let seq = Int64(try Cursor.decode(kind: "rejected", fieldCount: 1, cursor)[0]) else {
+                throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
+            }
+            return seq
+        }
+        let services = context.services
+        let rows = try services.database.withConnection { connection in
+            try connection.query("""
+                SELECT seq, jsonb_build_object('id', id, 'source', source, 'type', type, 'error', error,
+                                               'receivedAt', received_at, 'event', event)::text
+                  FROM rejected_events
+                 WHERE app = $1 AND ($2::bigint IS NULL OR seq < $2)
+                 ORDER BY seq DESC LIMIT $3
+                """, [context.app, before, list.limit + 1])
+        }
+        let page = rows.prefix(list.limit)
+        let hasMore = rows.count > list.limit
+        var next = "null"
+        if hasMore, let last = page.last {
+            next = "\"" + Cursor.encode(kind: "rejected", [try last.decode(0, as: String.self)]) + "\""
+        }
+        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
+        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
+    }
+}
+
+/// Bounds how many requests of one kind run at once; the rest get `429 ERR_OVERLOADED` at once
+/// instead of queueing behind them.
+public final class InFlightLimiter: Sendable {
+    public let limit: Int
+    private let count = Atomic<Int>(0)
+
+    public init(limit: Int) {
+        self.limit = max(1, limit)
+    }
+
+    public func run<T>(_ body: () throws -> T) throws -> T {
+        let now = count.add(1, ordering: .relaxed).newValue
+        defer { count.subtract(1, ordering: .relaxed) }
+        guard now <= limit else { throw HTTPError.overloaded() }
+        return try body()
+    }
+}

@@ -1,0 +1,103 @@
+import HTTPServer
+import Postgres
+
+/// Applies a request's events in one transaction with a fixed number of set-based statements,
+/// whatever the batch size: lock the conversations, record the events for dedupe, store the
+/// facts, then recompute the derived threads and subscriptions they touch.
+public struct IngestStore: Sendable {
+    public enum Status: String, Sendable {
+        case accepted, duplicate, rejected
+    }
+
+    public struct Outcome: Sendable {
+        public let status: Status
+        public let source: String?
+        public let id: String?
+        public let error: EventRejection?
+    }
+
+    public init() {}
+
+    /// Applies `items` for `app`; returns one outcome per item, in order. Everything accepted is
+    /// committed before this returns; on an error nothing is.
+    public func apply(_ items: [EventParser.Item], app: String, on connection: PostgresConnection) throws -> [Outcome] {
+        // Same (source, id) twice in one request: the first counts, the others are duplicates.
+        var firstIndex: [String: Int] = [:]
+        var candidates: [(index: Int, event: IncomingEvent)] = []
+        var outcomes: [Outcome?] = Array(repeating: nil, count: items.count)
+        var rejected: [(EventRejection, String?, String?, String?, JSONValue)] = []
+        for (index, item) in items.enumerated() {
+            switch item {
+            case .valid(let event, _):
+                let key = event.source + "\u{0}" + event.id
+                if firstIndex[key] == nil {
+                    firstIndex[key] = index
+                    candidates.append((index, event))
+                } else {
+                    outcomes[index] = Outcome(status: .duplicate, source: event.source, id: event.id, error: nil)
+                }
+            case .rejected(let rejection, let source, let id, let type, let raw):
+                outcomes[index] = Outcome(status: .rejected, source: source, id: id, error: rejection)
+                rejected.append((rejection, source, id, type, raw))
+            }
+        }
+
+        try connection.withTransaction { connection in
+            if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
+            guard !candidates.isEmpty else { return }
+            try lock(candidates.map(\.event), app: app, on: connection)
+            let fresh = try connection.query("""
+                INSERT INTO events (app, source, id, type)
+                SELECT $1, s, i, t FROM unnest($2::text[], $3::text[], $4::text[]) AS x(s, i, t)
+                ON CONFLICT DO NOTHING
+                RETURNING source, id
+                """, [app, candidates.map(\.event.source), candidates.map(\.event.id), candidates.map(\.event.type)])
+            var isNew: Set<String> = []
+            for row in fresh { isNew.insert(try row.decode(0, as: String.self) + "\u{0}" + row.decode(1, as: String.self)) }
+            var accepted: [IncomingEvent] = []
+            for (index, event) in candidates {
+                let new = isNew.contains(event.source + "\u{0}" + event.id)
+                outcomes[index] = Outcome(status: new ? .accepted : .duplicate, source: event.source, id: event.id, error: nil)
+                if new { accepted.append(event) }
+            }
+            if !accepted.isEmpty { try FactWriter(app: app, events: accepted).write(on: connection) }
+        }
+        return outcomes.map { $0! }
+    }
+
+    /// Serialises work on the same conversations: advisory locks taken in one global order, so
+    /// concurrent batches cannot deadlock on them.
+    func lock(_ events: [IncomingEvent], app: String, on connection: PostgresConnection) throws {
+        var keys: Set<String> = []
+        for event in events {
+            switch event.event {
+            case .messageCreated(let m): keys.insert(m.conversation.lockKey(thread: m.threadID))
+            case .messageEdited(let m): keys.insert(m.conversation.lockKey(thread: m.threadID))
+            case .messageDeleted(let m): keys.insert(m.conversation?.lockKey(thread: m.threadID) ?? "t:" + m.threadID)
+            case .membership(let change): keys.insert("g:" + change.guid)
+            case .groupDeleted(let guid, _): keys.insert("g:" + guid)
+            case .noEffect: break
+            }
+        }
+        try Self.lock(keys: Array(keys), app: app, on: connection)
+    }
+
+    static func lock(keys: [String], app: String, on connection: PostgresConnection) throws {
+        guard !keys.isEmpty else { return }
+        try connection.query("""
+            SELECT pg_advisory_xact_lock(h)
+              FROM (SELECT DISTINCT hashtextextended($1 || ':' || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) s
+            """, [app, keys])
+    }
+
+    func recordRejections(_ rejected: [(EventRejection, String?, String?, String?, JSONValue)], app: String,
+                          on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO rejected_events (app, source, id, type, error, event)
+            SELECT $1, s, i, t, e::jsonb, r::jsonb
+              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)
+             ORDER BY n
+            """, [app, rejected.map(\.1), rejected.map(\.2), rejected.map(\.3),
+                  rejected.map { $0.0.errorJSON.jsonText }, rejected.map { $0.4.jsonText }])
+    }
+}

@@ -1,0 +1,91 @@
+import HTTPServer
+import Postgres
+
+/// The membership snapshot (SPEC §4): `PUT/GET /v1/groups/{guid}/members` (server role).
+enum MembershipAPI {
+    static let maxMembers = 100_000
+
+    static func register(in router: inout Router<Route>) {
+        router.add("PUT", "/v1/groups/{guid}/members", Route(access: .server, accepts: Route.json, handler: replace))
+        router.add("GET", "/v1/groups/{guid}/members", Route(access: .server, handler: list))
+    }
+
+    struct Snapshot: Decodable {
+        let members: [JSONValue]
+    }
+
+    /// Replaces the member set, as evidence at the database's clock: users listed and not members
+    /// join now; members not listed are removed now. Their subscriptions follow (SPEC §5.3).
+    static func replace(_ context: RequestContext) throws -> Response {
+        let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
+        let body = try context.request.decodeJSON(Snapshot.self)
+        guard body.members.count <= maxMembers else {
+            throw HTTPError.badRequest("members holds at most \(maxMembers) uids", field: "members", params: ["max": .int(maxMembers)])
+        }
+        var members: [String] = []
+        var seen: Set<String> = []
+        for (index, value) in body.members.enumerated() {
+            guard let uid = value.stringValue, Identifier.isValid(uid) else {
+                throw HTTPError.badRequest("members[\(index)] must be a uid", field: "members[\(index)]")
+            }
+            if seen.insert(uid).inserted { members.append(uid) }
+        }
+        let app = context.app
+        try context.services.database.withConnection { connection in
+            try connection.withTransaction { connection in
+                try IngestStore.lock(keys: ["g:" + guid], app: app, on: connection)
+                try connection.query("""
+                    WITH now AS (SELECT herald_now_ms() AS at),
+                    listed AS (SELECT DISTINCT unnest($3::text[]) AS uid),
+                    current AS (SELECT uid FROM group_members
+                                 WHERE app = $1 AND group_id = $2 AND joined_at IS NOT NULL
+                                   AND joined_at > coalesce(removed_at, -1)),
+                    changes AS (
+                        SELECT l.uid, true AS joined FROM listed l WHERE l.uid NOT IN (SELECT uid FROM current)
+                        UNION ALL
+                        SELECT c.uid, false FROM current c WHERE c.uid NOT IN (SELECT uid FROM listed)
+                    ),
+                    evidence AS (
+                        INSERT INTO member_events (app, group_id, uid, at, joined)
+                        SELECT $1, $2, c.uid, now.at, c.joined FROM changes c, now
+                        ON CONFLICT DO NOTHING
+                    ),
+                    summary AS (
+                        INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
+                        SELECT $1, $2, c.uid, CASE WHEN c.joined THEN now.at END, CASE WHEN NOT c.joined THEN now.at END
+                          FROM changes c, now
+                        ON CONFLICT (app, group_id, uid) DO UPDATE SET
+                            joined_at = greatest(g.joined_at, EXCLUDED.joined_at),
+                            removed_at = greatest(g.removed_at, EXCLUDED.removed_at)
+                    )
+                    SELECT herald_recompute_subscriptions($1, coalesce(array_agg(mn.uid), '{}'), coalesce(array_agg(mn.thread_id), '{}'))
+                      FROM (SELECT DISTINCT mn.uid, mn.thread_id FROM changes c
+                              JOIN mentions mn ON mn.app = $1 AND mn.uid = c.uid AND mn.conversation_id = 'group_' || $2) mn
+                    """, [app, guid, members])
+            }
+        }
+        return .jsonText("{\"count\":\(members.count)}")
+    }
+
+    static func list(_ context: RequestContext) throws -> Response {
+        let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let after = try list.cursor.map { cursor throws(HTTPError) in try Cursor.decode(kind: "members", fieldCount: 1, cursor)[0] }
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT uid, jsonb_build_object('uid', uid, 'since', joined_at)::text FROM group_members
+                 WHERE app = $1 AND group_id = $2 AND joined_at IS NOT NULL AND joined_at > coalesce(removed_at, -1)
+                   AND ($3::text IS NULL OR uid > $3)
+                 ORDER BY uid LIMIT $4
+                """, [context.app, guid, after, list.limit + 1])
+        }
+        let page = rows.prefix(list.limit)
+        let hasMore = rows.count > list.limit
+        var next = "null"
+        if hasMore, let last = page.last {
+            next = "\"" + Cursor.encode(kind: "members", [try last.decode(0, as: String.self)]) + "\""
+        }
+        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
+        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
+    }
+}

@@ -1,0 +1,122 @@
+import HTTPServer
+import Postgres
+
+/// Explicit subscribe / unsubscribe / state (SPEC §5.2) and the bulk lookup.
+struct SubscriptionStore: Sendable {
+    static let messageNotFound = HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND",
+                                           message: "no such message, or it was deleted", params: ["field": "messageId"])
+    static let noAccess = HTTPError(status: 403, code: "ERR_MESSAGE_NO_ACCESS",
+                                    message: "the user has no access to this conversation", params: ["field": "uid"])
+
+    struct State: Encodable, Sendable {
+        let parentMessageId: String
+        let subscribed: Bool
+        let source: String?
+        let reason: String?
+        let since: Int64?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(parentMessageId, forKey: .parentMessageId)
+            try container.encode(subscribed, forKey: .subscribed)
+            if subscribed {
+                try container.encode(source, forKey: .source)
+                try container.encode(reason, forKey: .reason)
+            }
+            try container.encode(since, forKey: .since) // null when there is no row
+        }
+
+        enum CodingKeys: String, CodingKey { case parentMessageId, subscribed, source, reason, since }
+    }
+
+    enum Change { case subscribe, unsubscribe }
+
+    /// The thread a message id belongs to, with the lock key of its conversation; 404 when
+    /// unknown or deleted.
+    func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, lockKey: String) {
+        let rows = try connection.query("""
+            SELECT t.parent_id, t.group_id, (t.deleted_at IS NOT NULL OR coalesce(m.deleted_at IS NOT NULL, false))
+              FROM (SELECT $2::text AS id) q
+              LEFT JOIN messages m ON m.app = $1 AND m.id = q.id AND m.created_seen
+              JOIN threads t ON t.app = $1 AND t.parent_id = coalesce(m.parent_id, q.id)
+            """, [app, messageID])
+        guard let row = rows.first, try !row.decode(2, as: Bool.self) else { throw Self.messageNotFound }
+        let thread = try row.decode(0, as: String.self)
+        let group = try row.decode(1, as: String?.self)
+        return (thread, group.map { "g:" + $0 } ?? "t:" + thread)
+    }
+
+    /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
+    func hasAccess(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> Bool {
+        let rows = try connection.query("""
+            SELECT CASE WHEN t.group_id IS NULL THEN $2 IN (t.user_a, t.user_b)
+                        ELSE EXISTS (SELECT 1 FROM group_members g
+                                      WHERE g.app = $1 AND g.group_id = t.group_id AND g.uid = $2
+                                        AND g.joined_at IS NOT NULL AND g.joined_at > coalesce(g.removed_at, -1)) END
+              FROM threads t WHERE t.app = $1 AND t.parent_id = $3
+            """, [app, uid, thread])
+        return try rows.first?.decode(0, as: Bool.self) ?? false
+    }
+
+    func state(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> State {
+        let rows = try connection.query("""
+            SELECT subscribed, source, reason, since FROM subscriptions WHERE app = $1 AND uid = $2 AND thread_id = $3
+            """, [app, uid, thread])
+        guard let row = rows.first else {
+            return State(parentMessageId: thread, subscribed: false, source: nil, reason: nil, since: nil)
+        }
+        return State(parentMessageId: thread, subscribed: try row.decode(0), source: try row.decode(1),
+                     reason: try row.decode(2), since: try row.decode(3))
+    }
+
+    /// GET: the user's state for the message's thread.
+    func get(app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
+        let (thread, _) = try resolve(app: app, messageID: messageID, on: connection)
+        guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
+        return try state(app: app, uid: uid, thread: thread, on: connection)
+    }
+
+    /// PUT / DELETE: records the explicit choice at the database's clock, then recomputes the
+    /// subscription from every fact (so later triggers are judged against it).
+    func change(_ change: Change, app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
+        try connection.withTransaction { connection in
+            let (thread, lockKey) = try resolve(app: app, messageID: messageID, on: connection)
+            try IngestStore.lock(keys: [lockKey], app: app, on: connection)
+            // Re-check under the lock: a deletion may have landed meanwhile.
+            _ = try resolve(app: app, messageID: messageID, on: connection)
+            guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
+            switch change {
+            case .subscribe:
+                try connection.query("""
+                    INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, manual_at, updated_at)
+                    VALUES ($1, $2, $3, true, 'manual', 'manual', herald_now_ms(), herald_now_ms(), herald_now_ms())
+                    ON CONFLICT (app, uid, thread_id) DO UPDATE SET manual_at = coalesce(s.manual_at, EXCLUDED.manual_at)
+                    """, [app, uid, thread])
+            case .unsubscribe:
+                try connection.query("""
+                    INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, since, unsubscribed_at, updated_at)
+                    VALUES ($1, $2, $3, false, herald_now_ms(), herald_now_ms(), herald_now_ms())
+                    ON CONFLICT (app, uid, thread_id) DO UPDATE SET unsubscribed_at = EXCLUDED.unsubscribed_at, manual_at = NULL
+                    """, [app, uid, thread])
+            }
+            try connection.query("SELECT herald_recompute_subscriptions($1, ARRAY[$2::text], ARRAY[$3::text])", [app, uid, thread])
+            return try state(app: app, uid: uid, thread: thread, on: connection)
+        }
+    }
+
+    /// The subscribed state of each message's thread; unknown, deleted or inaccessible → false.
+    func lookup(app: String, uid: String, messageIDs: [String], on connection: PostgresConnection) throws -> [(String, Bool)] {
+        let rows = try connection.query("""
+            SELECT q.id,
+                   coalesce(s.subscribed AND t.deleted_at IS NULL AND m.deleted_at IS NULL
+                            AND CASE WHEN t.group_id IS NULL THEN $2 IN (t.user_a, t.user_b)
+                                     ELSE coalesce(g.joined_at > coalesce(g.removed_at, -1), false) END, false)
+              FROM unnest($3::text[]) AS q(id)
+              LEFT JOIN messages m ON m.app = $1 AND m.id = q.id AND m.created_seen
+              LEFT JOIN threads t ON t.app = $1 AND t.parent_id = coalesce(m.parent_id, q.id)
+              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = t.parent_id
+              LEFT JOIN group_members g ON g.app = $1 AND g.group_id = t.group_id AND g.uid = $2
+            """, [app, uid, messageIDs])
+        return try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Bool.self)) }
+    }
+}

@@ -1,0 +1,56 @@
+import HTTPServer
+import Postgres
+
+/// SPEC §5.2: explicit subscribe, unsubscribe, state and bulk lookup (server role).
+enum SubscriptionsAPI {
+    static func register(in router: inout Router<Route>) {
+        let path = "/v1/users/{uid}/threads/{messageId}/subscription"
+        router.add("PUT", path, Route(access: .server, accepts: Route.json) { try change(.subscribe, $0) })
+        router.add("DELETE", path, Route(access: .server, accepts: Route.json) { try change(.unsubscribe, $0) })
+        router.add("GET", path, Route(access: .server) { context in
+            let (uid, messageID) = try identifiers(context)
+            let services = context.services
+            let state = try services.database.withConnection {
+                try SubscriptionStore().get(app: context.app, uid: uid, messageID: messageID, on: $0)
+            }
+            return try .json(state)
+        })
+        router.add("POST", "/v1/users/{uid}/subscriptions/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
+    }
+
+    static func identifiers(_ context: RequestContext) throws(HTTPError) -> (String, String) {
+        (try Identifier.validate(context.parameter("uid"), field: "uid"),
+         try Identifier.validate(context.parameter("messageId"), field: "messageId"))
+    }
+
+    static func change(_ change: SubscriptionStore.Change, _ context: RequestContext) throws -> Response {
+        let (uid, messageID) = try identifiers(context)
+        let state = try context.services.database.withConnection {
+            try SubscriptionStore().change(change, app: context.app, uid: uid, messageID: messageID, on: $0)
+        }
+        return try .json(state)
+    }
+
+    struct LookupBody: Decodable {
+        let messageIds: [JSONValue]
+    }
+
+    static func lookup(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let body = try context.request.decodeJSON(LookupBody.self)
+        guard body.messageIds.count <= 1000 else { throw HTTPError.invalidLimit(field: "messageIds", min: 0, max: 1000) }
+        var ids: [String] = []
+        for (index, value) in body.messageIds.enumerated() {
+            guard let id = value.stringValue, Identifier.isValid(id) else {
+                throw HTTPError.badRequest("messageIds[\(index)] must be a message id", field: "messageIds[\(index)]")
+            }
+            ids.append(id)
+        }
+        let states = try context.services.database.withConnection {
+            try SubscriptionStore().lookup(app: context.app, uid: uid, messageIDs: ids, on: $0)
+        }
+        var data: [String: JSONValue] = [:]
+        for (id, subscribed) in states { data[id] = .bool(subscribed) }
+        return .jsonText("{\"data\":" + JSONValue.object(data).jsonText + "}")
+    }
+}

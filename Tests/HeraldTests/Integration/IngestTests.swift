@@ -1,0 +1,230 @@
+import Foundation
+import Postgres
+import Testing
+
+@Suite("Ingest: CloudEvents over HTTP")
+struct IngestTests {
+    let environment: TestEnvironment
+    var client: HTTPClient { environment.client }
+
+    init() throws {
+        environment = try TestEnvironment.shared()
+    }
+
+    func count(_ sql: String, _ app: String) throws -> Int {
+        let rows = try environment.connection().query(sql, [app])
+        return try rows[0].decode(0, as: Int.self)
+    }
+
+    func results(_ response: HTTPResult) -> [[String: Any]] {
+        response.json["results"] as? [[String: Any]] ?? []
+    }
+
+    @Test("structured mode: one event as application/cloudevents+json")
+    func structured() throws {
+        let app = try environment.makeApp()
+        let event = Events.message("e1", id: "m1", sender: "alice", at: 1000)
+        let response = try client.post("/v1/events", token: app.ingestKey, json: Events.json(event),
+                                       headers: ["Content-Type": "application/cloudevents+json"])
+        #expect(response.status == 200)
+        #expect(response.json["accepted"] as? Int == 1)
+        #expect(results(response).first?["status"] as? String == "accepted")
+        #expect(try app.subscribed("alice", "m1", client: client) == true)
+    }
+
+    @Test("batched mode and application/json arrays and objects")
+    func batchedAndPlainJSON() throws {
+        let app = try environment.makeApp()
+        let batch = try app.post([Events.message("e1", id: "m1", sender: "alice", at: 1000),
+                                  Events.message("e2", id: "m2", sender: "bob", at: 1001)], client: client)
+        #expect(batch.status == 200)
+        #expect(batch.json["accepted"] as? Int == 2)
+        let array = try app.post([Events.message("e3", id: "m3", sender: "carol", at: 1002)], client: client,
+                                 contentType: "application/json")
+        #expect(array.json["accepted"] as? Int == 1)
+        let object = try client.post("/v1/events", token: app.ingestKey,
+                                     json: Events.json(Events.message("e4", id: "m4", sender: "dave", at: 1003)))
+        #expect(object.json["accepted"] as? Int == 1)
+        for (uid, message) in [("alice", "m1"), ("bob", "m2"), ("carol", "m3"), ("dave", "m4")] {
+            #expect(try app.subscribed(uid, message, client: client) == true)
+        }
+    }
+
+    @Test("binary mode: attributes in ce- headers, data in the body")
+    func binary() throws {
+        let app = try environment.makeApp()
+        let data = Events.json(["id": "m1", "sender": "alice", "receiverType": "group", "receiver": "g1", "sentAt": 1000])
+        let response = try client.post("/v1/events", token: app.ingestKey, json: data, headers: [
+            "ce-specversion": "1.0", "ce-id": "b1", "ce-source": "bus", "ce-type": "message.created", "ce-time": "2026-11-29T00:00:00Z",
+        ])
+        #expect(response.status == 200)
+        let result = try #require(results(response).first)
+        #expect(result["status"] as? String == "accepted")
+        #expect(result["id"] as? String == "b1")
+        #expect(result["source"] as? String == "bus")
+        let again = try client.post("/v1/events", token: app.ingestKey, json: data, headers: [
+            "ce-specversion": "1.0", "ce-id": "b1", "ce-source": "bus", "ce-type": "message.created",
+        ])
+        #expect(results(again).first?["status"] as? String == "duplicate")
+        let badVersion = try client.post("/v1/events", token: app.ingestKey, json: data, headers: [
+            "ce-specversion": "0.3", "ce-id": "b2", "ce-source": "bus", "ce-type": "message.created",
+        ])
+        #expect(results(badVersion).first?["status"] as? String == "rejected")
+    }
+
+    @Test("a mixed batch: per-event results in order, only the valid events take effect")
+    func mixedBatch() throws {
+        let app = try environment.makeApp()
+        _ = try app.post([Events.message("old", id: "m0", sender: "zed", at: 900)], client: client)
+        let response = try app.post([
+            Events.message("e1", id: "m1", sender: "alice", at: 1000),
+            Events.message("old", id: "m0", sender: "zed", at: 900),                  // redelivered
+            Events.message("e1", id: "m1", sender: "alice", at: 1000),                // twice in one batch
+            Events.message("e2", id: "m2", sender: "", at: 1000),                     // invalid sender
+            Events.event("e3", "message.exploded", ["id": "x"]),                      // unknown type
+            ["specversion": "0.3", "id": "e4", "source": "chat", "type": "message.created", "data": [:]],
+            ["id": "e5", "type": "message.created"],                                  // no specversion, no source
+            Events.message("e6", id: "m6", sender: "bob", parent: "m1", at: 1001, mentions: ["alice"]),
+            ["specversion": "1.0", "id": "e7", "source": "chat", "type": "member.joined", "data": "nope"],
+            42,
+        ], client: client)
+        #expect(response.status == 200)
+        #expect(response.json["accepted"] as? Int == 2)
+        #expect(response.json["duplicates"] as? Int == 2)
+        #expect(response.json["rejected"] as? Int == 6)
+        let statuses = results(response).map { $0["status"] as? String ?? "?" }
+        #expect(statuses == ["accepted", "duplicate", "duplicate", "rejected", "rejected", "rejected", "rejected",
+                             "accepted", "rejected", "rejected"])
+        let items = results(response)
+        #expect(((items[3]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "data.sender")
+        #expect((items[4]["error"] as? [String: Any])?["code"] as? String == "ERR_UNKNOWN_EVENT_TYPE")
+        #expect(((items[5]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "specversion")
+        #expect(items[6]["source"] is NSNull)
+        #expect(items[9]["id"] is NSNull)
+        #expect(((items[8]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "data")
+
+        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 3, "m0, m1, m6 only")
+        #expect(try count("SELECT count(*) FROM events WHERE app = $1", app.id) == 3)
+        #expect(try app.subscribed("bob", "m1", client: client) == true)
+
+        // Rejected events are listed for operators, newest first, with the event as sent.
+        let rejected = try client.get("/v1/events/rejected?limit=1000", token: app.serverKey)
+        #expect(rejected.status == 200)
+        let list = rejected.json["data"] as? [[String: Any]] ?? []
+        #expect(list.count == 6)
+        #expect(list.first?["event"] as? Int == 42)
+        #expect(list.last?["id"] as? String == "e2")
+        #expect(((list.last?["error"] as? [String: Any])?["code"]) as? String == "ERR_BAD_REQUEST")
+        #expect(list.last?["receivedAt"] is Int)
+        #expect((list.last?["event"] as? [String: Any])?["type"] as? String == "message.created")
+        // Paging through them one at a time gives each once.
+        var seen = 0
+        var cursor: String?
+        repeat {
+            let page = try client.get("/v1/events/rejected?limit=1" + (cursor.map { "&cursor=\($0)" } ?? ""), token: app.serverKey)
+            seen += (page.json["data"] as? [Any])?.count ?? 0
+            cursor = (page.json["meta"] as? [String: Any])?["next"] as? String
+        } while cursor != nil && seen < 100
+        #expect(seen == 6)
+    }
+
+    @Test("a rejected event is not remembered: a corrected one with the same id is applied")
+    func rejectedNotDeduped() throws {
+        let app = try environment.makeApp()
+        let bad = try app.post([Events.message("e1", id: "m1", sender: "a/b", at: 1000)], client: client)
+        #expect(results(bad).first?["status"] as? String == "rejected")
+        let good = try app.post([Events.message("e1", id: "m1", sender: "alice", at: 1000)], client: client)
+        #expect(results(good).first?["status"] as? String == "accepted")
+    }
+
+    @Test("whole-body problems: not JSON, not an object or array, too many events, wrong type, too large")
+    func wholeBody() throws {
+        let app = try environment.makeApp()
+        let notJSON = try client.post("/v1/events", token: app.ingestKey, json: "{nope")
+        #expect(notJSON.status == 400)
+        #expect(notJSON.errorCode == "ERR_BAD_REQUEST")
+        let scalar = try client.post("/v1/events", token: app.ingestKey, json: "\"hello\"")
+        #expect(scalar.status == 400)
+        let tooMany = (0...1000).map { Events.message("e\($0)", id: "m\($0)", sender: "alice", at: 1000) }
+        let batch = try app.post(tooMany, client: client)
+        #expect(batch.status == 400)
+        #expect(batch.errorParams["max"] as? Int == 1000)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 0, "nothing applied")
+        let wrongType = try client.post("/v1/events", token: app.ingestKey, json: "[]", headers: ["Content-Type": "text/plain"])
+        #expect(wrongType.status == 415)
+        let huge = "[" + String(repeating: " ", count: 4 * 1024 * 1024) + "]"
+        #expect(try client.post("/v1/events", token: app.ingestKey, json: huge).status == 413)
+        let empty = try app.post([], client: client)
+        #expect(empty.status == 200)
+        #expect(empty.json["accepted"] as? Int == 0)
+    }
+
+    @Test("roles: ingest and server keys may post events; a worker key may not")
+    func roles() throws {
+        let app = try environment.makeApp()
+        let body = Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)])
+        #expect(try client.post("/v1/events", token: app.workerKey, json: body).status == 403)
+        #expect(try client.post("/v1/events", token: app.serverKey, json: body).status == 200)
+        #expect(try client.get("/v1/events/rejected", token: app.ingestKey).status == 403)
+        #expect(try client.get("/v1/events/rejected", token: app.workerKey).status == 403)
+        #expect(try client.get("/v1/users/u/threads/m1/subscription", token: app.ingestKey).status == 403)
+    }
+
+    @Test("long text is truncated to 4096 characters, not rejected")
+    func longText() throws {
+        let app = try environment.makeApp()
+        let text = String(repeating: "é", count: 5000)
+        let response = try app.post([Events.message("e1", id: "m1", sender: "alice", at: 1000, text: text)], client: client)
+        #expect(results(response).first?["status"] as? String == "accepted")
+        let rows = try environment.connection().query("SELECT length(text) FROM messages WHERE app = $1 AND id = 'm1'", [app.id])
+        #expect(try rows[0].decode(0, as: Int.self) == 4096)
+    }
+
+    @Test("apps are isolated: the same event ids in two apps are both applied")
+    func tenantIsolation() throws {
+        let a = try environment.makeApp(prefix: "a")
+        let b = try environment.makeApp(prefix: "b")
+        let event = [Events.message("e1", id: "m1", sender: "alice", at: 1000)]
+        #expect(try a.post(event, client: client).json["accepted"] as? Int == 1)
+        #expect(try b.post(event, client: client).json["accepted"] as? Int == 1)
+        #expect(try client.get("/v1/users/alice/threads/m1/subscription", token: a.serverKey).status == 200)
+        // A key of app A cannot read app B's threads through X-App-Id.
+        let foreign = try client.get("/v1/users/alice/threads/m1/subscription", token: a.serverKey, headers: ["X-App-Id": b.id])
+        #expect(foreign.status == 403)
+    }
+
+    @Test("too many ingest requests at once: 429 with Retry-After, and nothing lost")
+    func backpressure() throws {
+        let cluster = try TestEnvironment.shared() // shares the database, not the server
+        let url = try #require(cluster.server.service.services.configuration.databaseURL)
+        var configuration = try TestEnvironment.configuration(databaseURL: url)
+        configuration.ingestMaxInFlight = 1
+        let server = try HeraldCoreServer.start(configuration)
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        let app = try cluster.makeApp()
+
+        // Hold the group's lock so that the first request waits inside the handler.
+        let blocker = try cluster.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || 'g:g1', 0))", [app.id])
+        let first = Thread.detachNewThreadResult {
+            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
+        }
+        #expect(eventually(seconds: 5) { server.http.inFlight >= 1 })
+        usleep(200_000)
+        let second = try client.post("/v1/events", token: app.ingestKey,
+                                     json: Events.json([Events.message("e2", id: "m2", sender: "bob", at: 1000)]))
+        #expect(second.status == 429)
+        #expect(second.errorCode == "ERR_OVERLOADED")
+        #expect(second.headers["retry-after"] != nil)
+        try blocker.query("COMMIT")
+        let firstResponse = try #require(first.wait(seconds: 10) ?? nil)
+        #expect(firstResponse.status == 200)
+        // The bus retries the refused request later: it is applied then.
+        let retried = try client.post("/v1/events", token: app.ingestKey,
+                                      json: Events.json([Events.message("e2", id: "m2", sender: "bob", at: 1000)]))
+        #expect(retried.status == 200)
+        #expect(retried.json["accepted"] as? Int == 1)
+    }
+}

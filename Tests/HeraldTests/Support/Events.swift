@@ -1,0 +1,76 @@
+import Foundation
+
+/// Builds CloudEvents JSON for the ingest tests.
+enum Events {
+    static func json(_ value: Any) -> String {
+        let data = try! JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func event(_ id: String, _ type: String, _ data: [String: Any], source: String = "chat") -> [String: Any] {
+        ["specversion": "1.0", "id": id, "source": source, "type": type, "data": data]
+    }
+
+    /// `message.created` in group `group` (or one-on-one with `peer`).
+    static func message(_ eventID: String, id: String, sender: String, group: String? = "g1", peer: String? = nil,
+                        parent: String? = nil, parentSender: String? = nil, at: Int64, text: String? = nil,
+                        mentions: [String] = [], mentionsAll: Bool = false) -> [String: Any] {
+        var data: [String: Any] = ["id": id, "sender": sender, "sentAt": at, "mentions": mentions, "mentionsAll": mentionsAll]
+        if let peer {
+            data["receiverType"] = "user"
+            data["receiver"] = peer
+        } else {
+            data["receiverType"] = "group"
+            data["receiver"] = group!
+        }
+        if let parent { data["parentId"] = parent }
+        if let parentSender { data["parentSender"] = parentSender }
+        if let text { data["text"] = text }
+        return event(eventID, "message.created", data)
+    }
+
+    static func edit(_ eventID: String, id: String, sender: String, group: String = "g1", parent: String? = nil,
+                     at: Int64, mentions: [String]?, text: String? = nil) -> [String: Any] {
+        var data: [String: Any] = ["id": id, "sender": sender, "receiverType": "group", "receiver": group, "editedAt": at]
+        if let parent { data["parentId"] = parent }
+        if let mentions { data["mentions"] = mentions }
+        if let text { data["text"] = text }
+        return event(eventID, "message.edited", data)
+    }
+
+    static func delete(_ eventID: String, id: String, group: String = "g1", parent: String? = nil, at: Int64) -> [String: Any] {
+        var data: [String: Any] = ["id": id, "receiverType": "group", "receiver": group, "deletedAt": at]
+        if let parent { data["parentId"] = parent }
+        return event(eventID, "message.deleted", data)
+    }
+
+    static func member(_ eventID: String, _ type: String, group: String = "g1", uid: String, at: Int64) -> [String: Any] {
+        event(eventID, type, ["guid": group, "uid": uid, "at": at])
+    }
+}
+
+extension TestApp {
+    /// Posts events as a batch with the ingest key; returns the response.
+    func post(_ events: [Any], client: HTTPClient, contentType: String = "application/cloudevents-batch+json") throws -> HTTPResult {
+        try client.post("/v1/events", token: ingestKey, json: Events.json(events), headers: ["Content-Type": contentType])
+    }
+
+    /// The subscription state of uid for a message's thread (server key), as JSON.
+    func subscription(_ uid: String, _ messageID: String, client: HTTPClient) throws -> HTTPResult {
+        try client.get("/v1/users/\(uid)/threads/\(messageID)/subscription", token: serverKey)
+    }
+
+    func subscribed(_ uid: String, _ messageID: String, client: HTTPClient) throws -> Bool? {
+        let response = try subscription(uid, messageID, client: client)
+        guard response.status == 200 else { return nil }
+        return response.json["subscribed"] as? Bool
+    }
+
+    func setMembers(_ group: String, _ members: [String], client: HTTPClient) throws -> HTTPResult {
+        try client.send("PUT", "/v1/groups/\(group)/members", token: serverKey, headers: ["Content-Type": "application/json"],
+                        body: Array(Events.json(["members": members]).utf8))
+    }
+}
+
+/// Now, in epoch milliseconds.
+func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

@@ -1,0 +1,291 @@
+-- Ingest and thread subscriptions (SPEC §4, §5).
+--
+-- Herald keeps the facts the bus delivers (messages and their versions, mentions, membership
+-- evidence, deletions) and derives threads and subscriptions from them. Derived rows are
+-- recomputed from the facts for the keys a batch touches, so the result does not depend on the
+-- order in which events arrive.
+
+-- Events applied, for exactly-once: (app, source, id). Kept at least 7 days.
+CREATE TABLE events (
+    app          text   NOT NULL,
+    source       text   NOT NULL,
+    id           text   NOT NULL,
+    type         text   NOT NULL,
+    received_at  bigint NOT NULL DEFAULT herald_now_ms(),
+    PRIMARY KEY (app, source, id)
+);
+CREATE INDEX events_by_age ON events (received_at);
+
+-- Events that could not be applied, for operators. Not used for dedupe.
+CREATE TABLE rejected_events (
+    app          text      NOT NULL,
+    seq          bigserial NOT NULL,
+    source       text,
+    id           text,
+    type         text,
+    error        jsonb     NOT NULL,
+    event        jsonb     NOT NULL,
+    received_at  bigint    NOT NULL DEFAULT herald_now_ms(),
+    PRIMARY KEY (app, seq)
+);
+
+-- One row per message id. A row may exist before its message.created (an edit or a deletion
+-- that arrived first): created_seen tells.
+CREATE TABLE messages (
+    app                text    NOT NULL,
+    id                 text    NOT NULL,
+    conversation_id    text,                      -- null only on a placeholder (a one-on-one deletion seen first)
+    receiver_type      text,                      -- 'group' | 'user'
+    group_id           text,                      -- the guid, for group conversations
+    user_a             text,                      -- the two uids of a one-on-one conversation, sorted
+    user_b             text,
+    sender             text,
+    parent_id          text,                      -- set on replies
+    parent_sender      text,                      -- the parent's author, as the bus gave it on a reply
+    sent_at            bigint,
+    text               text,
+    mentions_all       boolean NOT NULL DEFAULT false,
+    category           text,
+    type               text,
+    quoted_message_id  text,
+    quoted_sender      text,
+    send_notification  boolean,
+    created_seen       boolean NOT NULL DEFAULT false,
+    deleted_at         bigint,
+    PRIMARY KEY (app, id)
+);
+CREATE INDEX messages_replies_by_sender ON messages (app, parent_id, sender, sent_at) WHERE parent_id IS NOT NULL;
+CREATE INDEX messages_replies_by_time ON messages (app, parent_id, sent_at DESC, id DESC) WHERE parent_id IS NOT NULL;
+CREATE INDEX messages_group_sender ON messages (app, group_id, sender, sent_at) WHERE group_id IS NOT NULL;
+
+-- Each version of a message (created at sentAt, each edit at editedAt) with its explicit mentions.
+CREATE TABLE message_versions (
+    app           text    NOT NULL,
+    message_id    text    NOT NULL,
+    at            bigint  NOT NULL,
+    mentions      text[],             -- null: this edit did not say; the mentions stay as they were
+    mentions_all  boolean,
+    text          text,               -- null: the version did not change the text
+    PRIMARY KEY (app, message_id, at)
+);
+
+-- Explicit mentions, one row per (version, uid).
+CREATE TABLE mentions (
+    app              text   NOT NULL,
+    message_id       text   NOT NULL,
+    at               bigint NOT NULL,
+    uid              text   NOT NULL,
+    conversation_id  text   NOT NULL,
+    thread_id        text   NOT NULL,
+    PRIMARY KEY (app, message_id, at, uid)
+);
+CREATE INDEX mentions_by_user ON mentions (app, uid, conversation_id);
+CREATE INDEX mentions_by_thread ON mentions (app, thread_id, uid);
+
+-- Membership evidence from member events and snapshots (messages sent are evidence too).
+CREATE TABLE member_events (
+    app       text    NOT NULL,
+    group_id  text    NOT NULL,
+    uid       text    NOT NULL,
+    at        bigint  NOT NULL,
+    joined    boolean NOT NULL,       -- true: joined/added/snapshot member; false: left/kicked/banned/dropped
+    PRIMARY KEY (app, group_id, uid, at, joined)
+);
+
+-- The latest evidence per member: member now = joined_at > removed_at (a tie is a removal).
+CREATE TABLE group_members (
+    app         text   NOT NULL,
+    group_id    text   NOT NULL,
+    uid         text   NOT NULL,
+    joined_at   bigint,
+    removed_at  bigint,
+    PRIMARY KEY (app, group_id, uid)
+);
+
+CREATE TABLE deleted_groups (
+    app         text   NOT NULL,
+    group_id    text   NOT NULL,
+    deleted_at  bigint NOT NULL,
+    PRIMARY KEY (app, group_id)
+);
+
+-- One row per known thread (its parent or a reply has been seen), derived from messages.
+CREATE TABLE threads (
+    app                text    NOT NULL,
+    parent_id          text    NOT NULL,
+    conversation_id    text    NOT NULL,
+    receiver_type      text    NOT NULL,
+    group_id           text,
+    user_a             text,
+    user_b             text,
+    author             text,
+    parent_seen        boolean NOT NULL,
+    parent_sent_at     bigint,
+    parent_text        text,
+    reply_count        integer NOT NULL,
+    last_reply_id      text,
+    last_reply_sender  text,
+    last_reply_at      bigint,
+    last_reply_text    text,
+    deleted_at         bigint,
+    updated_at         bigint  NOT NULL,
+    PRIMARY KEY (app, parent_id)
+);
+
+-- One row per (user, thread): derived state plus the two explicit facts it depends on.
+CREATE TABLE subscriptions (
+    app              text    NOT NULL,
+    uid              text    NOT NULL,
+    thread_id        text    NOT NULL,
+    subscribed       boolean NOT NULL,
+    source           text,            -- 'auto' | 'manual' (null while unsubscribed)
+    reason           text,            -- 'started' | 'reply' | 'mention' | 'manual'
+    since            bigint,          -- when the current state began
+    unsubscribed_at  bigint,          -- the latest explicit unsubscribe
+    manual_at        bigint,          -- an explicit subscribe after that unsubscribe
+    updated_at       bigint  NOT NULL,
+    PRIMARY KEY (app, uid, thread_id)
+);
+CREATE INDEX subscriptions_by_thread ON subscriptions (app, thread_id) WHERE subscribed;
+
+-- Was uid a member of the group at time t? The latest evidence at or before t decides;
+-- a join and a removal at the same time: the removal wins.
+CREATE FUNCTION herald_member_at(p_app text, p_group text, p_uid text, p_at bigint) RETURNS boolean
+    LANGUAGE sql STABLE AS $$
+    SELECT coalesce(
+        greatest(
+            (SELECT max(at) FROM member_events
+              WHERE app = p_app AND group_id = p_group AND uid = p_uid AND joined AND at <= p_at),
+            (SELECT max(sent_at) FROM messages
+              WHERE app = p_app AND group_id = p_group AND sender = p_uid AND created_seen AND sent_at <= p_at)
+        ) > coalesce(
+            (SELECT max(at) FROM member_events
+              WHERE app = p_app AND group_id = p_group AND uid = p_uid AND NOT joined AND at <= p_at),
+            -9223372036854775808),
+        false)
+$$;
+
+-- Recomputes the thread rows of p_threads from the messages.
+CREATE FUNCTION herald_refresh_threads(p_app text, p_threads text[]) RETURNS void
+    LANGUAGE sql AS $$
+    INSERT INTO threads AS t (app, parent_id, conversation_id, receiver_type, group_id, user_a, user_b, author,
+                              parent_seen, parent_sent_at, parent_text, reply_count, last_reply_id,
+                              last_reply_sender, last_reply_at, last_reply_text, deleted_at, updated_at)
+    SELECT p_app, k.thread_id,
+           coalesce(parent.conversation_id, any_reply.conversation_id),
+           coalesce(parent.receiver_type, any_reply.receiver_type),
+           coalesce(parent.group_id, any_reply.group_id),
+           coalesce(parent.user_a, any_reply.user_a),
+           coalesce(parent.user_b, any_reply.user_b),
+           coalesce(parent.sender, (SELECT min(r.parent_sender) FROM messages r
+                                     WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen)),
+           parent.id IS NOT NULL,
+           parent.sent_at,
+           parent.text,
+           (SELECT count(*) FROM messages r
+             WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen AND r.deleted_at IS NULL),
+           last.id, last.sender, last.sent_at, last.text,
+           coalesce(deleted_parent.deleted_at, dg.deleted_at),
+           herald_now_ms()
+      FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) k
+      LEFT JOIN messages parent
+             ON parent.app = p_app AND parent.id = k.thread_id AND parent.created_seen AND parent.parent_id IS NULL
+      LEFT JOIN messages deleted_parent
+             ON deleted_parent.app = p_app AND deleted_parent.id = k.thread_id AND deleted_parent.deleted_at IS NOT NULL
+      LEFT JOIN LATERAL (SELECT r.conversation_id, r.receiver_type, r.group_id, r.user_a, r.user_b FROM messages r
+                          WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen LIMIT 1) any_reply ON true
+      LEFT JOIN LATERAL (SELECT r.id, r.sender, r.sent_at, r.text FROM messages r
+                          WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen AND r.deleted_at IS NULL
+                          ORDER BY r.sent_at DESC, r.id DESC LIMIT 1) last ON true
+      LEFT JOIN deleted_groups dg
+             ON dg.app = p_app AND dg.group_id = coalesce(parent.group_id, any_reply.group_id)
+     WHERE parent.id IS NOT NULL OR any_reply.conversation_id IS NOT NULL
+    ON CONFLICT (app, parent_id) DO UPDATE SET
+        conversation_id = EXCLUDED.conversation_id, receiver_type = EXCLUDED.receiver_type,
+        group_id = EXCLUDED.group_id, user_a = EXCLUDED.user_a, user_b = EXCLUDED.user_b,
+        author = EXCLUDED.author, parent_seen = EXCLUDED.parent_seen, parent_sent_at = EXCLUDED.parent_sent_at,
+        parent_text = EXCLUDED.parent_text, reply_count = EXCLUDED.reply_count,
+        last_reply_id = EXCLUDED.last_reply_id, last_reply_sender = EXCLUDED.last_reply_sender,
+        last_reply_at = EXCLUDED.last_reply_at, last_reply_text = EXCLUDED.last_reply_text,
+        deleted_at = EXCLUDED.deleted_at, updated_at = EXCLUDED.updated_at
+    WHERE (t.conversation_id, t.author, t.parent_seen, t.parent_sent_at, t.parent_text, t.reply_count,
+           t.last_reply_id, t.last_reply_at, t.last_reply_text, t.deleted_at)
+          IS DISTINCT FROM
+          (EXCLUDED.conversation_id, EXCLUDED.author, EXCLUDED.parent_seen, EXCLUDED.parent_sent_at,
+           EXCLUDED.parent_text, EXCLUDED.reply_count, EXCLUDED.last_reply_id, EXCLUDED.last_reply_at,
+           EXCLUDED.last_reply_text, EXCLUDED.deleted_at)
+$$;
+
+-- Recomputes the subscriptions of the (uid, thread) keys from the facts (SPEC §5.1):
+--   triggers: the user's own replies ('reply'), mentions that are new in their message version
+--   while the user was a member ('mention'), and authorship of the parent ('started');
+--   an explicit unsubscribe at U voids every trigger at or before U and every 'started' trigger;
+--   an explicit subscribe after U subscribes.
+--   subscribed = any trigger or explicit subscribe survives; since/reason = the earliest one.
+CREATE FUNCTION herald_recompute_subscriptions(p_app text, p_uids text[], p_threads text[]) RETURNS void
+    LANGUAGE sql AS $$
+    WITH keys AS (
+        SELECT DISTINCT k.uid, k.thread_id, t.author, t.group_id, t.user_a, t.user_b, t.parent_seen, t.parent_sent_at
+          FROM unnest(p_uids, p_threads) AS k(uid, thread_id)
+          JOIN threads t ON t.app = p_app AND t.parent_id = k.thread_id
+         WHERE k.uid IS NOT NULL
+    ),
+    triggers AS (
+        SELECT k.uid, k.thread_id, r.sent_at AS at, 'reply' AS reason, 1 AS priority
+          FROM keys k
+          JOIN messages r ON r.app = p_app AND r.parent_id = k.thread_id AND r.sender = k.uid AND r.created_seen
+        UNION ALL
+        SELECT k.uid, k.thread_id, mn.at, 'mention', 2
+          FROM keys k
+          JOIN mentions mn ON mn.app = p_app AND mn.thread_id = k.thread_id AND mn.uid = k.uid
+          JOIN messages m ON m.app = p_app AND m.id = mn.message_id
+         WHERE mn.uid IS DISTINCT FROM m.sender
+           -- new in this version: not among the mentions in force just before it
+           AND NOT coalesce((SELECT k.uid = ANY (v.mentions) FROM message_versions v
+                              WHERE v.app = p_app AND v.message_id = mn.message_id AND v.at < mn.at
+                                AND v.mentions IS NOT NULL
+                              ORDER BY v.at DESC LIMIT 1), false)
+           AND CASE WHEN k.group_id IS NOT NULL THEN herald_member_at(p_app, k.group_id, k.uid, mn.at)
+                    ELSE k.uid IN (k.user_a, k.user_b) END
+        UNION ALL
+        SELECT k.uid, k.thread_id, s.at, 'started', 3
+          FROM keys k
+          CROSS JOIN LATERAL (
+                SELECT CASE WHEN k.parent_seen THEN k.parent_sent_at
+                            ELSE (SELECT min(r.sent_at) FROM messages r
+                                   WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen) END AS at) s
+         WHERE k.author = k.uid AND s.at IS NOT NULL
+    ),
+    current AS (
+        SELECT k.uid, k.thread_id, s.unsubscribed_at AS u, s.manual_at AS m
+          FROM keys k
+          LEFT JOIN subscriptions s ON s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id
+    ),
+    surviving AS (
+        -- the earliest trigger that no unsubscribe voids
+        SELECT DISTINCT ON (c.uid, c.thread_id) c.uid, c.thread_id, tr.at, tr.reason
+          FROM current c
+          JOIN triggers tr ON tr.uid = c.uid AND tr.thread_id = c.thread_id
+         WHERE (tr.reason = 'started' AND c.u IS NULL)
+            OR (tr.reason <> 'started' AND (c.u IS NULL OR tr.at > c.u))
+         ORDER BY c.uid, c.thread_id, tr.at, tr.priority
+    ),
+    derived AS (
+        SELECT c.uid, c.thread_id, c.u, c.m, sv.at AS first_at, sv.reason
+          FROM current c LEFT JOIN surviving sv ON sv.uid = c.uid AND sv.thread_id = c.thread_id
+    )
+    INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at, manual_at, updated_at)
+    SELECT p_app, d.uid, d.thread_id,
+           d.first_at IS NOT NULL OR d.m IS NOT NULL,
+           CASE WHEN d.m IS NOT NULL THEN 'manual' WHEN d.first_at IS NOT NULL THEN 'auto' END,
+           CASE WHEN d.m IS NOT NULL THEN 'manual' ELSE d.reason END,
+           CASE WHEN d.first_at IS NULL AND d.m IS NULL THEN d.u ELSE least(d.first_at, d.m) END,
+           d.u, d.m, herald_now_ms()
+      FROM derived d
+     WHERE d.first_at IS NOT NULL OR d.m IS NOT NULL OR d.u IS NOT NULL
+    ON CONFLICT (app, uid, thread_id) DO UPDATE SET
+        subscribed = EXCLUDED.subscribed, source = EXCLUDED.source, reason = EXCLUDED.reason,
+        since = EXCLUDED.since, updated_at = EXCLUDED.updated_at
+    WHERE (s.subscribed, s.source, s.reason, s.since) IS DISTINCT FROM
+          (EXCLUDED.subscribed, EXCLUDED.source, EXCLUDED.reason, EXCLUDED.since)
+$$;
