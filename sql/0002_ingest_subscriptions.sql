@@ -273,6 +273,12 @@ CREATE FUNCTION herald_recompute_subscriptions(p_app text, p_uids text[], p_thre
     derived AS (
         SELECT c.uid, c.thread_id, c.u, c.m, sv.at AS first_at, sv.reason
           FROM current c LEFT JOIN surviving sv ON sv.uid = c.uid AND sv.thread_id = c.thread_id
+    ),
+    -- a row whose every trigger fell away (a removal that arrived late) goes: as if never made
+    vanished AS (
+        DELETE FROM subscriptions s USING derived d
+         WHERE s.app = p_app AND s.uid = d.uid AND s.thread_id = d.thread_id
+           AND d.first_at IS NULL AND d.m IS NULL AND d.u IS NULL
     )
     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at, manual_at, updated_at)
     SELECT p_app, d.uid, d.thread_id,
