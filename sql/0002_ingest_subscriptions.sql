@@ -56,7 +56,7 @@ CREATE TABLE messages (
 );
 CREATE INDEX messages_replies_by_sender ON messages (app, parent_id, sender, sent_at) WHERE parent_id IS NOT NULL;
 CREATE INDEX messages_replies_by_time ON messages (app, parent_id, sent_at DESC, id DESC) WHERE parent_id IS NOT NULL;
-CREATE INDEX messages_group_sender ON messages (app, group_id, sender, sent_at) WHERE group_id IS NOT NULL;
+CREATE INDEX messages_group_sender ON messages (app, group_id, sender, sent_at) WHERE group_id IS NOT NULL AND created_seen;
 
 -- Each version of a message (created at sentAt, each edit at editedAt) with its explicit mentions.
 CREATE TABLE message_versions (
@@ -80,7 +80,7 @@ CREATE TABLE mentions (
     PRIMARY KEY (app, message_id, at, uid)
 );
 CREATE INDEX mentions_by_user ON mentions (app, uid, conversation_id);
-CREATE INDEX mentions_by_thread ON mentions (app, thread_id, uid);
+CREATE INDEX mentions_by_thread ON mentions (app, thread_id, uid, at);
 
 -- Membership evidence from member events and snapshots (messages sent are evidence too).
 CREATE TABLE member_events (
@@ -188,17 +188,18 @@ CREATE FUNCTION herald_refresh_threads(p_app text, p_threads text[]) RETURNS voi
            coalesce(deleted_parent.deleted_at, dg.deleted_at),
            herald_now_ms()
       FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) k
-      LEFT JOIN messages parent
-             ON parent.app = p_app AND parent.id = k.thread_id AND parent.created_seen AND parent.parent_id IS NULL
-      LEFT JOIN messages deleted_parent
-             ON deleted_parent.app = p_app AND deleted_parent.id = k.thread_id AND deleted_parent.deleted_at IS NOT NULL
+      LEFT JOIN LATERAL (SELECT * FROM messages m
+                          WHERE m.app = p_app AND m.id = k.thread_id AND m.created_seen AND m.parent_id IS NULL
+                         OFFSET 0) parent ON true
+      LEFT JOIN LATERAL (SELECT m.deleted_at FROM messages m
+                          WHERE m.app = p_app AND m.id = k.thread_id AND m.deleted_at IS NOT NULL OFFSET 0) deleted_parent ON true
       LEFT JOIN LATERAL (SELECT r.conversation_id, r.receiver_type, r.group_id, r.user_a, r.user_b FROM messages r
                           WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen LIMIT 1) any_reply ON true
       LEFT JOIN LATERAL (SELECT r.id, r.sender, r.sent_at, r.text FROM messages r
                           WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen AND r.deleted_at IS NULL
                           ORDER BY r.sent_at DESC, r.id DESC LIMIT 1) last ON true
-      LEFT JOIN deleted_groups dg
-             ON dg.app = p_app AND dg.group_id = coalesce(parent.group_id, any_reply.group_id)
+      LEFT JOIN LATERAL (SELECT d.deleted_at FROM deleted_groups d
+                          WHERE d.app = p_app AND d.group_id = coalesce(parent.group_id, any_reply.group_id)) dg ON true
      WHERE parent.id IS NOT NULL OR any_reply.conversation_id IS NOT NULL
     ON CONFLICT (app, parent_id) DO UPDATE SET
         conversation_id = EXCLUDED.conversation_id, receiver_type = EXCLUDED.receiver_type,
@@ -224,61 +225,56 @@ $$;
 --   subscribed = any trigger or explicit subscribe survives; since/reason = the earliest one.
 CREATE FUNCTION herald_recompute_subscriptions(p_app text, p_uids text[], p_threads text[]) RETURNS void
     LANGUAGE sql AS $$
-    WITH keys AS (
-        SELECT DISTINCT k.uid, k.thread_id, t.author, t.group_id, t.user_a, t.user_b, t.parent_seen, t.parent_sent_at
-          FROM unnest(p_uids, p_threads) AS k(uid, thread_id)
-          JOIN threads t ON t.app = p_app AND t.parent_id = k.thread_id
-         WHERE k.uid IS NOT NULL
+    WITH keys AS MATERIALIZED (
+        SELECT k.uid, k.thread_id, t.author, t.group_id, t.user_a, t.user_b, t.parent_seen, t.parent_sent_at,
+               s.unsubscribed_at AS u, s.manual_at AS m
+          FROM (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id) WHERE uid IS NOT NULL) k
+          -- LATERAL ... OFFSET 0: each key is looked up through the indexes, whatever the planner
+          -- believes of the tables' sizes (a fresh database has no statistics yet).
+          CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
+          LEFT JOIN LATERAL (SELECT s.unsubscribed_at, s.manual_at FROM subscriptions s
+                              WHERE s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true
     ),
-    triggers AS (
-        SELECT k.uid, k.thread_id, r.sent_at AS at, 'reply' AS reason, 1 AS priority
+    derived AS MATERIALIZED (
+        -- the earliest trigger that no unsubscribe voids: each kind's earliest is one index probe
+        SELECT k.uid, k.thread_id, k.u, k.m, x.at AS first_at, x.reason
           FROM keys k
-          JOIN messages r ON r.app = p_app AND r.parent_id = k.thread_id AND r.sender = k.uid AND r.created_seen
-        UNION ALL
-        SELECT k.uid, k.thread_id, mn.at, 'mention', 2
-          FROM keys k
-          JOIN mentions mn ON mn.app = p_app AND mn.thread_id = k.thread_id AND mn.uid = k.uid
-          JOIN messages m ON m.app = p_app AND m.id = mn.message_id
-         WHERE mn.uid IS DISTINCT FROM m.sender
-           -- new in this version: not among the mentions in force just before it
-           AND NOT coalesce((SELECT k.uid = ANY (v.mentions) FROM message_versions v
-                              WHERE v.app = p_app AND v.message_id = mn.message_id AND v.at < mn.at
-                                AND v.mentions IS NOT NULL
-                              ORDER BY v.at DESC LIMIT 1), false)
-           AND CASE WHEN k.group_id IS NOT NULL THEN herald_member_at(p_app, k.group_id, k.uid, mn.at)
-                    ELSE k.uid IN (k.user_a, k.user_b) END
-        UNION ALL
-        SELECT k.uid, k.thread_id, s.at, 'started', 3
-          FROM keys k
-          CROSS JOIN LATERAL (
-                SELECT CASE WHEN k.parent_seen THEN k.parent_sent_at
-                            ELSE (SELECT min(r.sent_at) FROM messages r
-                                   WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen) END AS at) s
-         WHERE k.author = k.uid AND s.at IS NOT NULL
-    ),
-    current AS (
-        SELECT k.uid, k.thread_id, s.unsubscribed_at AS u, s.manual_at AS m
-          FROM keys k
-          LEFT JOIN subscriptions s ON s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id
-    ),
-    surviving AS (
-        -- the earliest trigger that no unsubscribe voids
-        SELECT DISTINCT ON (c.uid, c.thread_id) c.uid, c.thread_id, tr.at, tr.reason
-          FROM current c
-          JOIN triggers tr ON tr.uid = c.uid AND tr.thread_id = c.thread_id
-         WHERE (tr.reason = 'started' AND c.u IS NULL)
-            OR (tr.reason <> 'started' AND (c.u IS NULL OR tr.at > c.u))
-         ORDER BY c.uid, c.thread_id, tr.at, tr.priority
-    ),
-    derived AS (
-        SELECT c.uid, c.thread_id, c.u, c.m, sv.at AS first_at, sv.reason
-          FROM current c LEFT JOIN surviving sv ON sv.uid = c.uid AND sv.thread_id = c.thread_id
+          LEFT JOIN LATERAL (
+              SELECT * FROM (
+                  (SELECT r.sent_at AS at, 'reply' AS reason, 1 AS priority FROM messages r
+                    WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.sender = k.uid AND r.created_seen
+                      AND r.sent_at > coalesce(k.u, -9223372036854775808)
+                    ORDER BY r.sent_at LIMIT 1)
+                  UNION ALL
+                  (SELECT mn.at, 'mention', 2 FROM mentions mn
+                    WHERE mn.app = p_app AND mn.thread_id = k.thread_id AND mn.uid = k.uid
+                      AND mn.at > coalesce(k.u, -9223372036854775808)
+                      AND k.uid IS DISTINCT FROM (SELECT m.sender FROM messages m WHERE m.app = p_app AND m.id = mn.message_id)
+                      -- new in this version: not among the mentions in force just before it
+                      AND NOT coalesce((SELECT k.uid = ANY (v.mentions) FROM message_versions v
+                                         WHERE v.app = p_app AND v.message_id = mn.message_id AND v.at < mn.at
+                                           AND v.mentions IS NOT NULL
+                                         ORDER BY v.at DESC LIMIT 1), false)
+                      AND CASE WHEN k.group_id IS NOT NULL THEN herald_member_at(p_app, k.group_id, k.uid, mn.at)
+                               ELSE k.uid IN (k.user_a, k.user_b) END
+                    ORDER BY mn.at LIMIT 1)
+                  UNION ALL
+                  -- the parent's author: never after an explicit unsubscribe
+                  (SELECT st.at, 'started', 3
+                     FROM (SELECT CASE WHEN k.parent_seen THEN k.parent_sent_at
+                                       ELSE (SELECT min(r.sent_at) FROM messages r
+                                              WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen) END AS at) st
+                    WHERE k.u IS NULL AND k.author = k.uid AND st.at IS NOT NULL)
+              ) candidates
+              ORDER BY at, priority LIMIT 1
+          ) x ON true
     ),
     -- a row whose every trigger fell away (a removal that arrived late) goes: as if never made
     vanished AS (
-        DELETE FROM subscriptions s USING derived d
-         WHERE s.app = p_app AND s.uid = d.uid AND s.thread_id = d.thread_id
-           AND d.first_at IS NULL AND d.m IS NULL AND d.u IS NULL
+        DELETE FROM subscriptions s
+         WHERE s.app = p_app
+           AND (s.uid, s.thread_id) IN (SELECT d.uid, d.thread_id FROM derived d
+                                         WHERE d.first_at IS NULL AND d.m IS NULL AND d.u IS NULL)
     )
     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at, manual_at, updated_at)
     SELECT p_app, d.uid, d.thread_id,

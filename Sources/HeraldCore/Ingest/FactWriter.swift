@@ -158,7 +158,8 @@ struct FactWriter {
                 UNION
                 SELECT mn.uid, mn.thread_id
                   FROM (SELECT DISTINCT g, u FROM unnest($6::text[], $7::text[]) AS e(g, u)) e
-                  JOIN mentions mn ON mn.app = $1 AND mn.uid = e.u AND mn.conversation_id = 'group_' || e.g
+                  CROSS JOIN LATERAL (SELECT DISTINCT mn.uid, mn.thread_id FROM mentions mn
+                                       WHERE mn.app = $1 AND mn.uid = e.u AND mn.conversation_id = 'group_' || e.g) mn
               ) k
             """, [app, keyUsers, keyThreads, Array(touchedThreads), Array(touchedMessages), evidenceGroups, evidenceUsers])
     }

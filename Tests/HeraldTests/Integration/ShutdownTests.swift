@@ -6,28 +6,14 @@ import Testing
 
 @Suite("Graceful shutdown")
 struct ShutdownTests {
-    /// The `herald` binary that `swift build` put beside the tests.
-    static var binary: String { repositoryRoot + "/.build/debug/herald" }
-
     @Test("SIGTERM while a slow request is in flight: no new connections, the request finishes, exit 0")
     func sigtermDrains() throws {
         let environment = try TestEnvironment.shared()
         let databaseURL = try #require(environment.server.service.services.configuration.databaseURL)
-        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build first: swift build")
-
-        let process = try Subprocess([Self.binary, "serve"], environment: [
-            "DATABASE_URL": databaseURL, "HERALD_LISTEN": "127.0.0.1:0",
-            "HERALD_ADMIN_TOKEN": TestEnvironment.adminToken, "HERALD_THREADS": "4",
-            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
-        ])
-        defer { if process.isRunning { kill(process.pid, SIGKILL); _ = process.wait() } }
-
-        // The port is in the "listening" log line.
-        let reader = LineReader(process.output)
-        let listening = try #require(reader.firstLine(containing: "\"msg\":\"listening\"", seconds: 30))
-        let object = try JSONSerialization.jsonObject(with: Data(listening.utf8)) as? [String: Any]
-        let port = try #require(object?["port"] as? Int)
-        let client = HTTPClient(port: port)
+        let server = try ServerProcess(databaseURL: databaseURL)
+        let process = server.process
+        let reader = server.output
+        let client = server.client
         #expect(try client.get("/healthz").status == 200)
 
         // Make a request slow for real: hold a lock its INSERT must wait for.
@@ -55,7 +41,7 @@ struct ShutdownTests {
         }
         #expect(waiting, "the request is in flight, blocked on the lock")
 
-        kill(process.pid, SIGTERM)
+        server.signal(SIGTERM)
         #expect(eventually(seconds: 5) { (try? client.connect()).map { close($0); return false } ?? true },
                 "no new connections after SIGTERM")
         usleep(300_000)
@@ -70,7 +56,7 @@ struct ShutdownTests {
         #expect(response.json["id"] as? String == id)
 
         #expect(reader.firstLine(containing: "\"msg\":\"stopped\"", seconds: 10) != nil)
-        #expect(process.wait() == 0, "exit status 0")
+        #expect(server.wait() == 0, "exit status 0")
         let stored = try blocker.query("SELECT 1 FROM apps WHERE id = $1", [id])
         #expect(stored.count == 1, "the drained request committed")
     }
