@@ -7,6 +7,7 @@ public final class HeraldServer: Sendable {
     public let service: Service
     public let http: HTTPServer
     public let database: PostgresPool
+    public let maintenance: Maintenance
 
     /// The port actually bound (useful with port 0).
     public var port: Int { http.port }
@@ -36,7 +37,9 @@ public final class HeraldServer: Sendable {
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,
             maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
             maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
+        maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
         try http.start()
+        maintenance.start()
         logger.info("listening", ["host": .string(configuration.listenHost), "port": .int(http.port),
                                   "threads": .int(configuration.threads), "schemaVersion": .int(migrator.latestVersion)])
     }
@@ -46,6 +49,7 @@ public final class HeraldServer: Sendable {
         let configuration = service.services.configuration
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
         http.shutdown(drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))
+        maintenance.stop()
         database.close()
         service.services.logger.info("stopped")
     }

@@ -22,6 +22,8 @@ public struct Configuration: Sendable, Equatable {
     /// Ingest requests processed at once; more answer 429 (`HERALD_INGEST_MAX_IN_FLIGHT`,
     /// default: three quarters of the threads, so other routes keep threads free).
     public var ingestMaxInFlight: Int
+    /// Days dedupe records (and rejected events) are kept (`HERALD_DEDUPE_RETENTION_DAYS`, 7–3650).
+    public var dedupeRetentionDays: Int
     /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
     public var drainTimeoutSeconds: Int
     /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
@@ -32,7 +34,7 @@ public struct Configuration: Sendable, Equatable {
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
-        maxConnections: 1024, idleTimeoutSeconds: 60, ingestMaxInFlight: 12, drainTimeoutSeconds: 30, logLevel: .info,
+        maxConnections: 1024, idleTimeoutSeconds: 60, ingestMaxInFlight: 12, dedupeRetentionDays: 7, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
@@ -48,6 +50,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
         ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests at once before 429 (default 3/4 of the threads)"),
         ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
+        ("HERALD_DEDUPE_RETENTION_DAYS", "days events are remembered for dedupe (default 7, at least 7)"),
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
     ]
@@ -84,6 +87,7 @@ public struct Configuration: Sendable, Equatable {
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
         ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...512) ?? max(1, threads * 3 / 4)
+        if let days = try integer("HERALD_DEDUPE_RETENTION_DAYS", 7...3650) { dedupeRetentionDays = days }
         if let drain = try integer("HERALD_DRAIN_TIMEOUT_SECONDS", 0...3_600) { drainTimeoutSeconds = drain }
         if let level = value("HERALD_LOG_LEVEL") {
             guard let parsed = LogLevel(rawValue: level.lowercased()) else {
@@ -96,7 +100,7 @@ public struct Configuration: Sendable, Equatable {
 
     init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
          databasePoolSize: Int, databaseAcquireTimeoutMs: Int, maxBodyBytes: Int, maxConnections: Int,
-         idleTimeoutSeconds: Int, ingestMaxInFlight: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
+         idleTimeoutSeconds: Int, ingestMaxInFlight: Int, dedupeRetentionDays: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
         self.databaseURL = databaseURL
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -108,6 +112,7 @@ public struct Configuration: Sendable, Equatable {
         self.maxConnections = maxConnections
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.ingestMaxInFlight = ingestMaxInFlight
+        self.dedupeRetentionDays = dedupeRetentionDays
         self.drainTimeoutSeconds = drainTimeoutSeconds
         self.logLevel = logLevel
         self.migrationsDirectory = migrationsDirectory

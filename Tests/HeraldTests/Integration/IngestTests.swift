@@ -227,4 +227,20 @@ struct IngestTests {
         #expect(retried.status == 200)
         #expect(retried.json["accepted"] as? Int == 1)
     }
+
+    @Test("dedupe records older than the retention are forgotten; newer ones are kept")
+    func retention() throws {
+        let app = try environment.makeApp()
+        _ = try app.post([Events.message("old", id: "m1", sender: "alice", at: 1000),
+                          Events.message("new", id: "m2", sender: "alice", at: 1001)], client: client)
+        let connection = try environment.connection()
+        try connection.query("UPDATE events SET received_at = herald_now_ms() - 8 * 86400000 WHERE app = $1 AND id = 'old'", [app.id])
+        try environment.server.maintenance.runOnce()
+        let left = try connection.query("SELECT id FROM events WHERE app = $1 ORDER BY id", [app.id])
+        #expect(try left.map { try $0.decode(0, as: String.self) } == ["new"])
+        // A redelivery after the retention is applied again, and its facts do not double.
+        let again = try app.post([Events.message("old", id: "m1", sender: "alice", at: 1000)], client: client)
+        #expect(results(again).first?["status"] as? String == "accepted")
+        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 2)
+    }
 }

@@ -1,0 +1,65 @@
+import Dispatch
+import Postgres
+import Synchronization
+
+/// Background housekeeping on a queue of its own (never Swift's cooperative pool): forgets
+/// dedupe records and rejected events older than the retention, in small batches.
+public final class Maintenance: Sendable {
+    public let retentionDays: Int
+    let database: PostgresPool
+    let logger: Logger
+    let intervalSeconds: Double
+    private let stopped = DispatchSemaphore(value: 0)
+    private let running = Atomic<Bool>(false)
+
+    public init(database: PostgresPool, retentionDays: Int, logger: Logger, intervalSeconds: Double = 3600) {
+        self.database = database
+        self.retentionDays = retentionDays
+        self.logger = logger
+        self.intervalSeconds = intervalSeconds
+    }
+
+    /// Starts the loop: a pass soon after start, then every `intervalSeconds`.
+    public func start() {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        // A serial queue of its own: Dispatch runs it on an overcommitting thread, so blocking
+        // on the database there never starves Swift's cooperative pool.
+        DispatchQueue(label: "herald.maintenance", qos: .utility).async { [self] in
+            var wait = 60.0
+            while stopped.wait(timeout: .now() + wait) == .timedOut {
+                do {
+                    let removed = try runOnce()
+                    if removed > 0 { logger.info("maintenance", ["removed": .int(removed)]) }
+                } catch {
+                    logger.warn("maintenance failed", ["error": .string(String(describing: error))])
+                }
+                wait = intervalSeconds
+            }
+        }
+    }
+
+    /// Stops the loop (it finishes a pass in progress first).
+    public func stop() {
+        if running.load(ordering: .relaxed) { stopped.signal() }
+    }
+
+    /// One pass; returns how many rows were removed.
+    @discardableResult
+    public func runOnce() throws -> Int {
+        var removed = 0
+        for table in ["events", "rejected_events"] {
+            while true {
+                let rows = try database.withConnection { connection in
+                    try connection.query("""
+                        DELETE FROM \(table) WHERE ctid IN (
+                            SELECT ctid FROM \(table) WHERE received_at < herald_now_ms() - $1::bigint * 86400000 LIMIT 5000)
+                        """, [retentionDays])
+                }
+                removed += rows.affectedRows
+                if rows.affectedRows < 5000 { break }
+            }
+        }
+        return removed
+    }
+}
+
