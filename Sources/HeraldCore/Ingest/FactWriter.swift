@@ -165,8 +165,9 @@ struct FactWriter {
     }
 
     private func insertCreated(on connection: PostgresConnection) throws {
-        let c = created
-        try connection.query("""
+        // A second message.created for a message already seen (a republish under a new event id)
+        // changes nothing: the first one's version and mentions stand.
+        let applied = try connection.query("""
             INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id,
                                        parent_sender, sent_at, text, mentions_all, category, type, quoted_message_id,
                                        quoted_sender, send_notification, created_seen)
@@ -183,13 +184,17 @@ struct FactWriter {
                 quoted_sender = EXCLUDED.quoted_sender, send_notification = EXCLUDED.send_notification,
                 created_seen = true
             WHERE NOT m.created_seen
-            """, [app, c.map(\.id), c.map(\.conversation.id), c.map(\.conversation.receiverType), c.map(\.conversation.groupID),
-                  c.map(\.conversation.userA), c.map(\.conversation.userB), c.map(\.sender), c.map(\.parentID),
-                  c.map(\.parentSender), c.map(\.sentAt), c.map(\.text), c.map(\.mentionsAll), c.map(\.category),
-                  c.map(\.type), c.map(\.quotedMessageID), c.map(\.quotedSender), c.map(\.sendNotification)])
-        try insertVersions(ids: c.map(\.id), at: c.map(\.sentAt), mentions: c.map(\.mentions),
-                           mentionsAll: c.map(\.mentionsAll), texts: c.map(\.text),
-                           conversations: c.map(\.conversation.id), threads: c.map(\.threadID), on: connection)
+            RETURNING id
+            """, [app, created.map(\.id), created.map(\.conversation.id), created.map(\.conversation.receiverType), created.map(\.conversation.groupID),
+                  created.map(\.conversation.userA), created.map(\.conversation.userB), created.map(\.sender), created.map(\.parentID),
+                  created.map(\.parentSender), created.map(\.sentAt), created.map(\.text), created.map(\.mentionsAll), created.map(\.category),
+                  created.map(\.type), created.map(\.quotedMessageID), created.map(\.quotedSender), created.map(\.sendNotification)])
+        let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
+        let fresh = created.filter { appliedIDs.contains($0.id) }
+        guard !fresh.isEmpty else { return }
+        try insertVersions(ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
+                           mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text),
+                           conversations: fresh.map(\.conversation.id), threads: fresh.map(\.threadID), on: connection)
     }
 
     private func insertEdits(on connection: PostgresConnection) throws {

@@ -93,9 +93,16 @@ struct SubscriptionStore: Sendable {
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET manual_at = coalesce(s.manual_at, EXCLUDED.manual_at)
                     """, [app, uid, thread])
             case .unsubscribe:
+                // The unsubscribe takes effect now, and also over any trigger already received that is
+                // dated later (a bus clock running ahead): what the user asked for holds.
                 try connection.query("""
                     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, since, unsubscribed_at, updated_at)
-                    VALUES ($1, $2, $3, false, herald_now_ms(), herald_now_ms(), herald_now_ms())
+                    SELECT $1, $2, $3, false, u.at, u.at, herald_now_ms()
+                      FROM (SELECT greatest(herald_now_ms(),
+                                            (SELECT max(r.sent_at) FROM messages r
+                                              WHERE r.app = $1 AND r.parent_id = $3 AND r.sender = $2 AND r.created_seen),
+                                            (SELECT max(mn.at) FROM mentions mn
+                                              WHERE mn.app = $1 AND mn.thread_id = $3 AND mn.uid = $2)) AS at) u
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET unsubscribed_at = EXCLUDED.unsubscribed_at, manual_at = NULL
                     """, [app, uid, thread])
             }

@@ -365,4 +365,19 @@ struct SubscriptionRulesTests {
         #expect(try app.subscribed("bob", "m1", client: client) == true)
         #expect(try app.subscription("carol", "m1", client: client).status == 403)
     }
+
+    @Test("an unsubscribe holds over a trigger already received that is dated later than now (bus clock ahead)")
+    func unsubscribeOverFutureDatedTrigger() throws {
+        let app = try app()
+        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+                          Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: future, mentions: ["carol"])],
+                         client: client)
+        let off = try unsubscribe(app, "carol", "m7")
+        #expect(off.json["subscribed"] as? Bool == false)
+        #expect(off.json["since"] as? Int64 == future)
+        #expect(try state(app, "carol", "m7")["subscribed"] as? Bool == false)
+        _ = try app.post([Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: future + 10, mentions: ["carol"])],
+                         client: client)
+        #expect(try state(app, "carol", "m7")["subscribed"] as? Bool == true, "a newer mention still re-subscribes")
+    }
 }
