@@ -45,8 +45,15 @@ struct FactWriter {
         var evidenceGroups: [String] = []
         var evidenceUsers: [String] = []
 
+        // Deletions first: a reply that was counted as unread before this batch is uncounted.
+        var deletedReplies: [String] = []
+        if !deletions.isEmpty {
+            deletedReplies = try insertDeletions(on: connection)
+            for m in deletions.values { touchedThreads.insert(m.threadID) }
+        }
+        var newReplies: [String] = []
         if !created.isEmpty {
-            try insertCreated(on: connection)
+            newReplies = try insertCreated(on: connection).filter { $0.parentID != nil }.map(\.id)
             for m in created {
                 touchedThreads.insert(m.threadID)
                 touchedMessages.insert(m.id)
@@ -82,10 +89,6 @@ struct FactWriter {
                          ORDER BY message_id, at DESC) v
                  WHERE m.app = $1 AND m.id = v.message_id AND m.text IS DISTINCT FROM v.text
                 """, [app, Array(touchedMessages)])
-        }
-        if !deletions.isEmpty {
-            try insertDeletions(on: connection)
-            for m in deletions.values { touchedThreads.insert(m.threadID) }
         }
         if !memberships.isEmpty {
             try connection.query("""
@@ -142,29 +145,14 @@ struct FactWriter {
             deletedGroupThreads = try rows.map { try $0.decode(0, as: String.self) }
         }
 
-        let threads = Array(touchedThreads) + deletedGroupThreads
-        if !threads.isEmpty {
-            try connection.query("SELECT herald_refresh_threads($1, $2::text[])", [app, threads])
-        }
-        try connection.query("""
-            SELECT herald_recompute_subscriptions($1, coalesce(array_agg(uid), '{}'), coalesce(array_agg(thread_id), '{}'))
-              FROM (
-                SELECT uid, thread_id FROM unnest($2::text[], $3::text[]) AS d(uid, thread_id)
-                UNION
-                SELECT t.author, t.parent_id FROM threads t
-                 WHERE t.app = $1 AND t.parent_id = ANY ($4::text[]) AND t.author IS NOT NULL
-                UNION
-                SELECT mn.uid, mn.thread_id FROM mentions mn WHERE mn.app = $1 AND mn.message_id = ANY ($5::text[])
-                UNION
-                SELECT mn.uid, mn.thread_id
-                  FROM (SELECT DISTINCT g, u FROM unnest($6::text[], $7::text[]) AS e(g, u)) e
-                  CROSS JOIN LATERAL (SELECT DISTINCT mn.uid, mn.thread_id FROM mentions mn
-                                       WHERE mn.app = $1 AND mn.uid = e.u AND mn.conversation_id = 'group_' || e.g) mn
-              ) k
-            """, [app, keyUsers, keyThreads, Array(touchedThreads), Array(touchedMessages), evidenceGroups, evidenceUsers])
+        try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9)", [
+            app, keyUsers, keyThreads, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
+            evidenceGroups, evidenceUsers, newReplies, deletedReplies,
+        ])
     }
 
-    private func insertCreated(on connection: PostgresConnection) throws {
+    /// Stores message.created facts; returns the messages whose creation was new.
+    private func insertCreated(on connection: PostgresConnection) throws -> [DomainEvent.MessageCreated] {
         // A second message.created for a message already seen (a republish under a new event id)
         // changes nothing: the first one's version and mentions stand.
         let applied = try connection.query("""
@@ -191,10 +179,11 @@ struct FactWriter {
                   created.map(\.type), created.map(\.quotedMessageID), created.map(\.quotedSender), created.map(\.sendNotification)])
         let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
         let fresh = created.filter { appliedIDs.contains($0.id) }
-        guard !fresh.isEmpty else { return }
+        guard !fresh.isEmpty else { return [] }
         try insertVersions(ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
                            mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text),
                            conversations: fresh.map(\.conversation.id), threads: fresh.map(\.threadID), on: connection)
+        return fresh
     }
 
     private func insertEdits(on connection: PostgresConnection) throws {
@@ -256,14 +245,29 @@ struct FactWriter {
             """, [app, ids, at, uids, conversations, threads])
     }
 
-    private func insertDeletions(on connection: PostgresConnection) throws {
+    /// Stores deletions (the earliest time wins); returns the replies that were live before.
+    private func insertDeletions(on connection: PostgresConnection) throws -> [String] {
         let d = Array(deletions.values)
-        try connection.query("""
-            INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[]) AS x
-            ON CONFLICT (app, id) DO UPDATE SET deleted_at = least(coalesce(m.deleted_at, EXCLUDED.deleted_at), EXCLUDED.deleted_at)
+        let rows = try connection.query("""
+            WITH input AS (
+                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+                    AS x(id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
+            ),
+            was_live AS (
+                SELECT m.id FROM input i
+                  JOIN messages m ON m.app = $1 AND m.id = i.id
+                 WHERE m.created_seen AND m.deleted_at IS NULL AND m.parent_id IS NOT NULL
+            ),
+            upsert AS (
+                INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
+                SELECT $1, i.* FROM input i
+                ON CONFLICT (app, id) DO UPDATE
+                    SET deleted_at = least(coalesce(m.deleted_at, EXCLUDED.deleted_at), EXCLUDED.deleted_at)
+            )
+            SELECT id FROM was_live
             """, [app, d.map(\.id), d.map { $0.conversation?.id }, d.map { $0.conversation?.receiverType },
                   d.map { $0.conversation?.groupID }, d.map(\.parentID), d.map(\.deletedAt)])
+        return try rows.map { try $0.decode(0, as: String.self) }
     }
 
     static func jsonArray(_ values: [String]) -> String {

@@ -34,7 +34,7 @@ enum MembershipAPI {
         try context.services.database.withConnection { connection in
             try connection.withTransaction { connection in
                 try IngestStore.lock(keys: ["g:" + guid], app: app, on: connection)
-                try connection.query("""
+                let changed = try connection.query("""
                     WITH now AS (SELECT herald_now_ms() AS at),
                     listed AS (SELECT DISTINCT unnest($3::text[]) AS uid),
                     current AS (SELECT uid FROM group_members
@@ -58,10 +58,14 @@ enum MembershipAPI {
                             joined_at = greatest(g.joined_at, EXCLUDED.joined_at),
                             removed_at = greatest(g.removed_at, EXCLUDED.removed_at)
                     )
-                    SELECT herald_recompute_subscriptions($1, coalesce(array_agg(mn.uid), '{}'), coalesce(array_agg(mn.thread_id), '{}'))
-                      FROM (SELECT DISTINCT mn.uid, mn.thread_id FROM changes c
-                              JOIN mentions mn ON mn.app = $1 AND mn.uid = c.uid AND mn.conversation_id = 'group_' || $2) mn
+                    SELECT uid FROM changes
                     """, [app, guid, members])
+                // A separate statement, so that it sees the evidence just written.
+                let uids = try changed.map { try $0.decode(0, as: String.self) }
+                if !uids.isEmpty {
+                    try connection.query("SELECT herald_apply($1, '{}', '{}', '{}', '{}', $2, $3, '{}', '{}')",
+                                         [app, Array(repeating: guid, count: uids.count), uids])
+                }
             }
         }
         return .jsonText("{\"count\":\(members.count)}")

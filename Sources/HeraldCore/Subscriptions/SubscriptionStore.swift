@@ -87,10 +87,22 @@ struct SubscriptionStore: Sendable {
             guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
             switch change {
             case .subscribe:
+                // Subscribing explicitly marks the thread read (SPEC §5.1.6): the mark moves to the
+                // latest reply, never back.
                 try connection.query("""
-                    INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, manual_at, updated_at)
-                    VALUES ($1, $2, $3, true, 'manual', 'manual', herald_now_ms(), herald_now_ms(), herald_now_ms())
-                    ON CONFLICT (app, uid, thread_id) DO UPDATE SET manual_at = coalesce(s.manual_at, EXCLUDED.manual_at)
+                    INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, manual_at,
+                                                    mark_at, mark_id, updated_at)
+                    SELECT $1, $2, $3, true, 'manual', 'manual', herald_now_ms(), herald_now_ms(),
+                           t.last_reply_at, t.last_reply_id, herald_now_ms()
+                      FROM threads t WHERE t.app = $1 AND t.parent_id = $3
+                    ON CONFLICT (app, uid, thread_id) DO UPDATE SET
+                        manual_at = coalesce(s.manual_at, EXCLUDED.manual_at),
+                        mark_at = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
+                                         OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)
+                                       THEN s.mark_at ELSE EXCLUDED.mark_at END,
+                        mark_id = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
+                                         OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)
+                                       THEN s.mark_id ELSE EXCLUDED.mark_id END
                     """, [app, uid, thread])
             case .unsubscribe:
                 // The unsubscribe takes effect now, and also over any trigger already received that is
@@ -107,6 +119,7 @@ struct SubscriptionStore: Sendable {
                     """, [app, uid, thread])
             }
             try connection.query("SELECT herald_recompute_subscriptions($1, ARRAY[$2::text], ARRAY[$3::text])", [app, uid, thread])
+            try connection.query("SELECT herald_refresh_inbox($1, ARRAY[$2::text], ARRAY[$3::text])", [app, uid, thread])
             return try state(app: app, uid: uid, thread: thread, on: connection)
         }
     }
