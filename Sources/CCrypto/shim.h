@@ -3,4 +3,6 @@
 #include <openssl/sha.h>
 #include <openssl/rand.h>
 #include <openssl/crypto.h>
+#include <openssl/hmac.h>
+#include <openssl/evp.h>
 #endif

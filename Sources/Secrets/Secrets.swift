@@ -37,6 +37,21 @@ public enum Secrets {
         sha256(Array(string.utf8))
     }
 
+    /// HMAC-SHA-256 of `message` under `key` (32 bytes).
+    public static func hmacSHA256(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 32
+        key.withUnsafeBufferPointer { keyBuffer in
+            message.withUnsafeBufferPointer { messageBuffer in
+                out.withUnsafeMutableBufferPointer { outBuffer in
+                    _ = HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count), messageBuffer.baseAddress,
+                             messageBuffer.count, outBuffer.baseAddress, &length)
+                }
+            }
+        }
+        return out
+    }
+
     /// Whether two byte strings are equal, in time that depends only on their lengths.
     ///
     /// Compare digests (equal lengths) so that not even the length of a secret leaks.

@@ -19,6 +19,7 @@ public struct Service: Sendable {
         IngestAPI.register(in: &router, limiter: InFlightLimiter(limit: services.configuration.ingestMaxInFlight))
         SubscriptionsAPI.register(in: &router)
         MembershipAPI.register(in: &router)
+        InboxAPI.register(in: &router)
         self.router = router
     }
 

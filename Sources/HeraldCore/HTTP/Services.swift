@@ -1,4 +1,5 @@
 import Postgres
+import Secrets
 
 /// The long-lived parts every handler may use.
 public struct Services: Sendable {
@@ -7,6 +8,9 @@ public struct Services: Sendable {
     public let logger: Logger
     public let migrator: Migrator
     public let tenancy: TenancyStore
+    /// Signs cursors that must not be altered (the inbox's): derived from the admin token, so
+    /// every instance of a deployment agrees.
+    public let cursorKey: [UInt8]
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator) {
         self.configuration = configuration
@@ -14,5 +18,6 @@ public struct Services: Sendable {
         self.logger = logger
         self.migrator = migrator
         self.tenancy = TenancyStore()
+        self.cursorKey = Secrets.sha256("herald cursor key:" + (configuration.adminToken ?? ""))
     }
 }

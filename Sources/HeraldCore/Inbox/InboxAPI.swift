@@ -1,0 +1,216 @@
+import HTTPServer
+import Postgres
+
+/// SPEC §6: the thread inbox and read marks (server role).
+enum InboxAPI {
+    static func register(in router: inout Router<Route>) {
+        router.add("GET", "/v1/users/{uid}/threads", Route(access: .server, handler: list))
+        router.add("POST", "/v1/users/{uid}/threads/{messageId}/read", Route(access: .server, accepts: Route.json, handler: readOne))
+        router.add("POST", "/v1/users/{uid}/threads/read", Route(access: .server, accepts: Route.json, handler: readAll))
+    }
+
+    /// The JSON of one inbox row, built by PostgreSQL (`s` subscriptions, `t` threads, `$2` the owner).
+    static let rowJSON = """
+        jsonb_build_object(
+            'parentMessageId', t.parent_id, 'conversationId', t.conversation_id, 'receiverType', t.receiver_type,
+            'receiver', CASE WHEN t.group_id IS NOT NULL THEN t.group_id WHEN t.user_a = $2 THEN t.user_b ELSE t.user_a END,
+            'parent', jsonb_build_object('id', t.parent_id, 'sender', t.author, 'sentAt', t.parent_sent_at, 'text', t.parent_text),
+            'replyCount', t.reply_count,
+            'lastReply', CASE WHEN t.last_reply_id IS NOT NULL THEN jsonb_build_object(
+                'id', t.last_reply_id, 'sender', t.last_reply_sender, 'sentAt', t.last_reply_at, 'text', t.last_reply_text) END,
+            'unreadReplyCount', coalesce(s.unread_replies, 0), 'unreadMentionCount', coalesce(s.unread_mentions, 0),
+            'subscribed', coalesce(s.subscribed, false),
+            'subscription', CASE WHEN s.subscribed THEN jsonb_build_object('source', s.source, 'reason', s.reason, 'since', s.since) END,
+            'updatedAt', greatest(s.updated_at, t.updated_at))::text
+        """
+
+    /// The filter of a request: one conversation, or none.
+    static func conversationFilter(_ request: Request, owner: String) throws(HTTPError) -> String? {
+        let guid = request.query["guid"]
+        let peer = request.query["uid"]
+        if guid != nil && peer != nil {
+            throw HTTPError(status: 400, code: "ERR_INVALID_FILTER", message: "give guid or uid, not both", params: ["field": "uid"])
+        }
+        if let guid { return Conversation.group(try Identifier.validate(guid, field: "guid")).id }
+        if let peer { return Conversation.oneOnOne(owner, try Identifier.validate(peer, field: "uid")).id }
+        return nil
+    }
+
+    static func list(_ context: RequestContext) throws -> Response {
+        let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let request = context.request
+        let list = try ListParameters(request, defaultLimit: 30)
+        let conversation = try conversationFilter(request, owner: owner)
+        let unreadOnly: Bool
+        switch request.query["unreadOnly"] {
+        case nil, "false": unreadOnly = false
+        case "true": unreadOnly = true
+        default: throw HTTPError.badRequest("unreadOnly must be true or false", field: "unreadOnly")
+        }
+        // The cursor names its list: another user's, another filter's, or an altered one is refused.
+        let scope = [context.app, owner, conversation ?? "", unreadOnly ? "1" : "0"]
+        let key = context.services.cursorKey
+        var after: (Int64, String)?
+        if let cursor = list.cursor {
+            let fields = try Cursor.decode(kind: "inbox", fieldCount: 6, cursor, key: key)
+            guard Array(fields.prefix(4)) == scope, let activity = Int64(fields[4]) else {
+                throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
+            }
+            after = (activity, fields[5])
+        }
+
+        // One statement per shape, so that each is prepared with the plan that fits it.
+        var conditions = ["s.app = $1", "s.uid = $2", "s.visible"]
+        var parameters: [any PostgresEncodable] = [context.app, owner, list.limit + 1]
+        if let conversation {
+            parameters.append(conversation)
+            conditions.append("s.conversation_id = $\(parameters.count)")
+        }
+        if unreadOnly { conditions.append("s.unread_replies > 0") }
+        if let after {
+            parameters.append(after.0)
+            parameters.append(after.1)
+            conditions.append("(s.activity_at, s.thread_id) < ($\(parameters.count - 1), $\(parameters.count)::text COLLATE \"C\")")
+        }
+        let sql = """
+            WITH page AS (
+                SELECT s.activity_at, s.thread_id, \(rowJSON) AS row
+                  FROM subscriptions s
+                  JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                 WHERE \(conditions.joined(separator: " AND "))
+                 ORDER BY s.activity_at DESC, s.thread_id DESC
+                 LIMIT $3
+            ),
+            totals AS (
+                SELECT count(*) AS threads, coalesce(sum(unread_mentions), 0) AS mentions FROM subscriptions
+                 WHERE app = $1 AND uid = $2 AND visible AND unread_replies > 0
+            )
+            SELECT totals.threads, totals.mentions, page.activity_at, page.thread_id, page.row
+              FROM totals LEFT JOIN page ON true
+             ORDER BY page.activity_at DESC, page.thread_id DESC
+            """
+        let rows = try context.services.database.withConnection { try $0.query(sql, parameters) }
+        let totals = (threads: try rows.first?.decode(0, as: Int.self) ?? 0, mentions: try rows.first?.decode(1, as: Int.self) ?? 0)
+        let items = try rows.filter { $0.values[4] != nil }.map {
+            (activity: try $0.decode(2, as: Int64.self), thread: try $0.decode(3, as: String.self), json: try $0.decode(4, as: String.self))
+        }
+        let page = items.prefix(list.limit)
+        let hasMore = items.count > list.limit
+        var next = "null"
+        if hasMore, let last = page.last {
+            next = "\"" + Cursor.encode(kind: "inbox", scope + [String(last.activity), last.thread], key: key) + "\""
+        }
+        var body = "{\"data\":["
+        body += page.map(\.json).joined(separator: ",")
+        body += "],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)},"
+        body += "\"totals\":{\"unreadMentions\":\(totals.mentions),\"unreadThreads\":\(totals.threads)}}"
+        return .jsonText(body)
+    }
+
+    struct ReadBody: Decodable {
+        let messageId: JSONValue?
+    }
+
+    /// Marks one thread read up to a reply (default: the latest); the position only moves forward.
+    static func readOne(_ context: RequestContext) throws -> Response {
+        let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
+        let body = context.request.body.isEmpty ? ReadBody(messageId: nil) : try context.request.decodeJSON(ReadBody.self)
+        var replyID: String?
+        if let value = body.messageId, value != .null {
+            guard let id = value.stringValue, Identifier.isValid(id) else {
+                throw HTTPError.badRequest("messageId must be a message id", field: "messageId")
+            }
+            replyID = id
+        }
+        let app = context.app
+        let store = SubscriptionStore()
+        let row = try context.services.database.withConnection { connection in
+            try connection.withTransaction { connection -> String in
+                let (thread, lockKey) = try store.resolve(app: app, messageID: messageID, on: connection)
+                try IngestStore.lock(keys: [lockKey], app: app, on: connection)
+                guard try store.hasAccess(app: app, uid: owner, thread: thread, on: connection) else {
+                    throw SubscriptionStore.noAccess
+                }
+                var target: (at: Int64, id: String)?
+                if let replyID {
+                    let rows = try connection.query("""
+                        SELECT sent_at, id FROM messages WHERE app = $1 AND id = $2 AND parent_id = $3 AND created_seen
+                        """, [app, replyID, thread])
+                    guard let row = rows.first else {
+                        throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such reply in this thread",
+                                        params: ["field": "messageId"])
+                    }
+                    target = (try row.decode(0), try row.decode(1))
+                } else {
+                    let rows = try connection.query(
+                        "SELECT last_reply_at, last_reply_id FROM threads WHERE app = $1 AND parent_id = $2 AND last_reply_id IS NOT NULL",
+                        [app, thread])
+                    if let row = rows.first { target = (try row.decode(0), try row.decode(1)) }
+                }
+                if let target {
+                    try connection.query("""
+                        UPDATE subscriptions SET mark_at = $4, mark_id = $5, updated_at = herald_now_ms()
+                         WHERE app = $1 AND uid = $2 AND thread_id = $3
+                           AND (mark_at IS NULL OR (mark_at, mark_id) < ($4, $5::text COLLATE "C"))
+                        """, [app, owner, thread, target.at, target.id])
+                    try connection.query("SELECT herald_refresh_inbox($1, ARRAY[$2::text], ARRAY[$3::text])", [app, owner, thread])
+                }
+                let rows = try connection.query("""
+                    SELECT \(rowJSON) FROM threads t
+                      LEFT JOIN subscriptions s ON s.app = t.app AND s.uid = $2 AND s.thread_id = t.parent_id
+                     WHERE t.app = $1 AND t.parent_id = $3
+                    """, [app, owner, thread])
+                return try rows[0].decode(0, as: String.self)
+            }
+        }
+        return .jsonText(row)
+    }
+
+    /// Marks every thread of the inbox (or of one conversation) read.
+    static func readAll(_ context: RequestContext) throws -> Response {
+        let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let conversation = try conversationFilter(context.request, owner: owner)
+        let app = context.app
+        var updated = 0
+        try context.services.database.withConnection { connection in
+            // The conversations with unread threads, locked a slice at a time so that concurrent
+            // ingest cannot slip a reply between the mark and the count.
+            let keys = try connection.query("""
+                SELECT DISTINCT CASE WHEN t.group_id IS NOT NULL THEN 'g:' || t.group_id ELSE 't:' || t.parent_id END
+                  FROM subscriptions s JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                 WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.unread_replies > 0
+                   AND ($3::text IS NULL OR s.conversation_id = $3)
+                """, [app, owner, conversation]).map { try $0.decode(0, as: String.self) }
+            var index = 0
+            while index < keys.count {
+                let slice = Array(keys[index..<min(keys.count, index + 200)])
+                index += slice.count
+                updated += try connection.withTransaction { connection in
+                    try IngestStore.lock(keys: slice, app: app, on: connection)
+                    let rows = try connection.query("""
+                        WITH marked AS (
+                            UPDATE subscriptions s SET mark_at = t.last_reply_at, mark_id = t.last_reply_id,
+                                                       updated_at = herald_now_ms()
+                              FROM threads t
+                             WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.unread_replies > 0
+                               AND ($3::text IS NULL OR s.conversation_id = $3)
+                               AND t.app = s.app AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
+                               AND (CASE WHEN t.group_id IS NOT NULL THEN 'g:' || t.group_id ELSE 't:' || t.parent_id END)
+                                   = ANY ($4::text[])
+                            RETURNING s.thread_id
+                        )
+                        SELECT thread_id FROM marked
+                        """, [app, owner, conversation, slice])
+                    let threads = try rows.map { try $0.decode(0, as: String.self) }
+                    if !threads.isEmpty {
+                        try connection.query("SELECT herald_refresh_inbox($1, $2, $3)",
+                                             [app, Array(repeating: owner, count: threads.count), threads])
+                    }
+                    return threads.count
+                }
+            }
+        }
+        return .jsonText("{\"updated\":\(updated)}")
+    }
+}
