@@ -101,7 +101,7 @@ public final class PostgresConnection: @unchecked Sendable {
             try check(prepared, sql: sql)
             preparedNames[sql] = name
         }
-        let result = withParameters(parameters) { count, values in
+        let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecPrepared(handle, name, count, values, nil, nil, 0)
         }
         return try check(result, sql: sql)
@@ -111,7 +111,7 @@ public final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     public func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresRows {
         let handle = try liveHandle(sql: sql)
-        let result = withParameters(parameters) { count, values in
+        let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
         }
         return try check(result, sql: sql)
@@ -135,9 +135,14 @@ public final class PostgresConnection: @unchecked Sendable {
         return handle
     }
 
-    private func withParameters<R>(_ parameters: [any PostgresEncodable],
-                                   _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
+    /// Passes the parameters as C strings. A value with a NUL byte cannot be one (PostgreSQL
+    /// text never holds NUL), so it is refused rather than silently cut short.
+    private func withParameters<R>(_ parameters: [any PostgresEncodable], sql: String,
+                                   _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> R) throws -> R {
         let texts = parameters.map { $0.postgresText }
+        for (index, text) in texts.enumerated() where text?.utf8.contains(0) == true {
+            throw PostgresError(code: .invalidParameter, message: "parameter $\(index + 1) contains a NUL byte", sql: sql)
+        }
         var pointers: [UnsafeMutablePointer<CChar>?] = texts.map { text in text.flatMap { strdup($0) } }
         defer { for pointer in pointers { free(pointer) } }
         return pointers.withUnsafeMutableBufferPointer { buffer in

@@ -17,6 +17,8 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         public static let poolClosed = Code("poolClosed")
         /// A value in a row could not be read as the type asked for.
         public static let decoding = Code("decoding")
+        /// A parameter cannot be sent (it holds a NUL byte).
+        public static let invalidParameter = Code("invalidParameter")
         public var description: String { rawValue }
     }
 
@@ -48,6 +50,10 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         // Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
         return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
     }
+
+    /// True when running the same transaction again may succeed: a deadlock (`40P01`) or a
+    /// serialization failure (`40001`).
+    public var isTransient: Bool { sqlState == "40P01" || sqlState == "40001" }
 
     /// True for a unique-constraint violation (`23505`).
     public var isUniqueViolation: Bool { sqlState == "23505" }

@@ -69,6 +69,11 @@ public struct Service: Sendable {
         if let error = error as? HTTPError { return error.response }
         if let error = error as? PostgresError {
             if error.code == .poolTimeout { return HTTPError.overloaded().response }
+            if error.isTransient {
+                services.logger.warn("transaction conflict", ["requestId": .string(request.id), "route": .string(pattern),
+                                                              "sqlState": .string(error.sqlState ?? "")])
+                return HTTPError.unavailable(retryAfterSeconds: 1).response
+            }
             if error.isUnavailable {
                 services.logger.warn("database unavailable", [
                     "requestId": .string(request.id), "route": .string(pattern), "error": .string(error.message),

@@ -16,7 +16,7 @@ public enum EventParser {
 
     /// The request's events in order. Throws 400 only when the body as a whole is unusable.
     public static func parse(_ request: Request) throws(HTTPError) -> [Item] {
-        if let specversion = request.header("ce-specversion") {
+        if let specversion = request.header("ce-specversion"), !(request.mediaType ?? "").hasPrefix("application/cloudevents") {
             return [binaryMode(request, specversion: specversion)]
         }
         let document: JSONValue
@@ -176,18 +176,23 @@ public enum EventParser {
             guard case .string(let value)? = object[key], !value.isEmpty else {
                 throw .bad("\(path(key)) is required and must be a non-empty string", field: path(key))
             }
+            guard value.utf8.count <= 256, !value.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+                throw .bad("\(path(key)) must be at most 256 bytes without control characters", field: path(key))
+            }
             return value
         }
 
         func string(_ key: String) throws(EventRejection) -> String {
             guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
             guard case .string(let text) = value else { throw .bad("\(path(key)) must be a string", field: path(key)) }
+            guard !text.utf8.contains(0) else { throw .bad("\(path(key)) must not contain NUL characters", field: path(key)) }
             return text
         }
 
         func optionalString(_ key: String) throws(EventRejection) -> String? {
             guard let value = object[key], value != .null else { return nil }
             guard case .string(let text) = value else { throw .bad("\(path(key)) must be a string", field: path(key)) }
+            guard !text.utf8.contains(0) else { throw .bad("\(path(key)) must not contain NUL characters", field: path(key)) }
             return text
         }
 
@@ -239,14 +244,20 @@ public enum EventParser {
             return flag
         }
 
-        /// A time in epoch milliseconds: a non-negative integer.
+        /// A time in epoch milliseconds: a non-negative integer, at most a day ahead of Herald's
+        /// clock (a time far in the future would outrank every later event).
         func time(_ key: String) throws(EventRejection) -> Int64 {
             guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
+            let time: Int64
             switch value {
-            case .int(let number) where number >= 0: return Int64(number)
-            case .double(let number) where number >= 0 && number == number.rounded() && number < 9.0e15: return Int64(number)
+            case .int(let number) where number >= 0: time = Int64(number)
+            case .double(let number) where number >= 0 && number == number.rounded() && number < 9.0e15: time = Int64(number)
             default: throw .bad("\(path(key)) must be a time in epoch milliseconds", field: path(key))
             }
+            guard time <= currentTimeMilliseconds() + 86_400_000 else {
+                throw .bad("\(path(key)) is more than a day in the future", field: path(key))
+            }
+            return time
         }
     }
 }

@@ -10,23 +10,24 @@ struct FactWriter {
     // message.created, one per message id (the first wins, as a redelivery under a new event id would)
     private var created: [DomainEvent.MessageCreated] = []
     private var edits: [DomainEvent.MessageEdited] = []
-    private var deletions: [String: DomainEvent.MessageDeleted] = [:]
+    private var deletions: [[UInt8]: DomainEvent.MessageDeleted] = [:]
     private var memberships: [DomainEvent.MembershipChange] = []
     private var groupDeletions: [String: Int64] = [:]
 
     init(app: String, events: [IncomingEvent]) {
         self.app = app
         self.events = events
-        var seenCreated: Set<String> = []
+        // Keys compare as bytes, as PostgreSQL does.
+        var seenCreated: Set<[UInt8]> = []
         for event in events {
             switch event.event {
             case .messageCreated(let m):
-                if seenCreated.insert(m.id).inserted { created.append(m) }
+                if seenCreated.insert(Array(m.id.utf8)).inserted { created.append(m) }
             case .messageEdited(let m):
                 edits.append(m)
             case .messageDeleted(let m):
-                if let existing = deletions[m.id], existing.deletedAt <= m.deletedAt { continue }
-                deletions[m.id] = m
+                if let existing = deletions[Array(m.id.utf8)], existing.deletedAt <= m.deletedAt { continue }
+                deletions[Array(m.id.utf8)] = m
             case .membership(let change):
                 memberships.append(change)
             case .groupDeleted(let guid, let at):
@@ -52,8 +53,10 @@ struct FactWriter {
             for m in deletions.values { touchedThreads.insert(m.threadID) }
         }
         var newReplies: [String] = []
+        var fresh: [DomainEvent.MessageCreated] = []
         if !created.isEmpty {
-            newReplies = try insertCreated(on: connection).filter { $0.parentID != nil }.map(\.id)
+            fresh = try insertCreated(on: connection)
+            newReplies = fresh.filter { $0.parentID != nil }.map(\.id)
             for m in created {
                 touchedThreads.insert(m.threadID)
                 touchedMessages.insert(m.id)
@@ -63,6 +66,10 @@ struct FactWriter {
                     keyUsers.append(uid)
                     keyThreads.append(m.threadID)
                 }
+            }
+            // Only a message seen for the first time is membership evidence (a republished one
+            // with another time is not).
+            for m in fresh {
                 if let guid = m.conversation.groupID {
                     evidenceGroups.append(guid)
                     evidenceUsers.append(m.sender)
@@ -112,7 +119,7 @@ struct FactWriter {
             summaryJoined.append(change.joined ? change.at : nil)
             summaryRemoved.append(change.joined ? nil : change.at)
         }
-        for m in created {
+        for m in fresh {
             guard let guid = m.conversation.groupID else { continue }
             summaryGroups.append(guid)
             summaryUsers.append(m.sender)
@@ -180,6 +187,16 @@ struct FactWriter {
         let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
         let fresh = created.filter { appliedIDs.contains($0.id) }
         guard !fresh.isEmpty else { return [] }
+        // Mentions of edits that arrived first without parentId were filed under the message's
+        // own id: file them under its thread now.
+        let replies = fresh.filter { $0.parentID != nil }
+        if !replies.isEmpty {
+            try connection.query("""
+                UPDATE mentions mn SET thread_id = x.parent
+                  FROM unnest($2::text[], $3::text[]) AS x(id, parent)
+                 WHERE mn.app = $1 AND mn.message_id = x.id AND mn.thread_id <> x.parent
+                """, [app, replies.map(\.id), replies.map { $0.parentID! }])
+        }
         try insertVersions(ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
                            mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text),
                            conversations: fresh.map(\.conversation.id), threads: fresh.map(\.threadID), on: connection)

@@ -22,14 +22,15 @@ public struct IngestStore: Sendable {
     /// committed before this returns; on an error nothing is.
     public func apply(_ items: [EventParser.Item], app: String, on connection: PostgresConnection) throws -> [Outcome] {
         // Same (source, id) twice in one request: the first counts, the others are duplicates.
-        var firstIndex: [String: Int] = [:]
+        // Keys compare as bytes, as PostgreSQL does (Swift's == would merge canonically equal text).
+        var firstIndex: [[UInt8]: Int] = [:]
         var candidates: [(index: Int, event: IncomingEvent)] = []
         var outcomes: [Outcome?] = Array(repeating: nil, count: items.count)
         var rejected: [(EventRejection, String?, String?, String?, JSONValue)] = []
         for (index, item) in items.enumerated() {
             switch item {
             case .valid(let event, _):
-                let key = event.source + "\u{0}" + event.id
+                let key = Array(event.source.utf8) + [0] + Array(event.id.utf8)
                 if firstIndex[key] == nil {
                     firstIndex[key] = index
                     candidates.append((index, event))
@@ -45,6 +46,7 @@ public struct IngestStore: Sendable {
         try connection.withTransaction { connection in
             if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
             guard !candidates.isEmpty else { return }
+            candidates = try resolveThreads(candidates, app: app, on: connection)
             try lock(candidates.map(\.event), app: app, on: connection)
             let fresh = try connection.query("""
                 INSERT INTO events (app, source, id, type)
@@ -52,17 +54,55 @@ public struct IngestStore: Sendable {
                 ON CONFLICT DO NOTHING
                 RETURNING source, id
                 """, [app, candidates.map(\.event.source), candidates.map(\.event.id), candidates.map(\.event.type)])
-            var isNew: Set<String> = []
-            for row in fresh { isNew.insert(try row.decode(0, as: String.self) + "\u{0}" + row.decode(1, as: String.self)) }
+            var isNew: Set<[UInt8]> = []
+            for row in fresh {
+                isNew.insert(Array(try row.decode(0, as: String.self).utf8) + [0] + Array(try row.decode(1, as: String.self).utf8))
+            }
             var accepted: [IncomingEvent] = []
             for (index, event) in candidates {
-                let new = isNew.contains(event.source + "\u{0}" + event.id)
+                let new = isNew.contains(Array(event.source.utf8) + [0] + Array(event.id.utf8))
                 outcomes[index] = Outcome(status: new ? .accepted : .duplicate, source: event.source, id: event.id, error: nil)
                 if new { accepted.append(event) }
             }
             if !accepted.isEmpty { try FactWriter(app: app, events: accepted).write(on: connection) }
         }
         return outcomes.map { $0! }
+    }
+
+    /// Edits and deletions may leave out `parentId`: a reply's thread is then taken from what is
+    /// already stored (a message's parent never changes), so they act on the right thread.
+    func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String,
+                        on connection: PostgresConnection) throws -> [(index: Int, event: IncomingEvent)] {
+        var unknown: [String] = []
+        for (_, event) in candidates {
+            switch event.event {
+            case .messageEdited(let m) where m.parentID == nil: unknown.append(m.id)
+            case .messageDeleted(let m) where m.parentID == nil: unknown.append(m.id)
+            default: break
+            }
+        }
+        guard !unknown.isEmpty else { return candidates }
+        var parents: [[UInt8]: String] = [:]
+        for row in try connection.query(
+            "SELECT id, parent_id FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL", [app, unknown]) {
+            parents[Array(try row.decode(0, as: String.self).utf8)] = try row.decode(1, as: String.self)
+        }
+        return candidates.map { candidate in
+            let event = candidate.event
+            switch event.event {
+            case .messageEdited(let m) where m.parentID == nil:
+                guard let parent = parents[Array(m.id.utf8)] else { return candidate }
+                return (candidate.index, IncomingEvent(source: event.source, id: event.id, type: event.type, event: .messageEdited(.init(
+                    id: m.id, sender: m.sender, conversation: m.conversation, parentID: parent, editedAt: m.editedAt,
+                    text: m.text, mentions: m.mentions, mentionsAll: m.mentionsAll))))
+            case .messageDeleted(let m) where m.parentID == nil:
+                guard let parent = parents[Array(m.id.utf8)] else { return candidate }
+                return (candidate.index, IncomingEvent(source: event.source, id: event.id, type: event.type, event: .messageDeleted(.init(
+                    id: m.id, conversation: m.conversation, parentID: parent, deletedAt: m.deletedAt))))
+            default:
+                return candidate
+            }
+        }
     }
 
     /// Serialises work on the same conversations: advisory locks taken in one global order, so
@@ -98,6 +138,8 @@ public struct IngestStore: Sendable {
               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)
              ORDER BY n
             """, [app, rejected.map(\.1), rejected.map(\.2), rejected.map(\.3),
-                  rejected.map { $0.0.errorJSON.jsonText }, rejected.map { $0.4.jsonText }])
+                  rejected.map { $0.0.errorJSON.jsonText },
+                  // jsonb cannot hold U+0000: the stored copy shows U+FFFD in its place.
+                  rejected.map { $0.4.jsonText.replacing("\\u0000", with: "\\ufffd") }])
     }
 }

@@ -1,11 +1,12 @@
 import HTTPServer
 
 /// The rule for every opaque id on the wire (uid, guid, message id, app id): 1–128 characters,
-/// no control characters, no `/` (SPEC §1).
+/// no control characters, no `/` (SPEC §1). Characters are counted as Unicode scalars, and the
+/// UTF-8 form is capped at 512 bytes, so that no id can outgrow an index entry.
 public enum Identifier {
     public static func isValid(_ text: String) -> Bool {
-        let count = text.count
-        guard count >= 1, count <= 128 else { return false }
+        let count = text.unicodeScalars.count
+        guard count >= 1, count <= 128, text.utf8.count <= 512 else { return false }
         return !text.unicodeScalars.contains { scalar in
             scalar == "/" || scalar.value < 0x20 || (scalar.value >= 0x7f && scalar.value < 0xa0)
         }

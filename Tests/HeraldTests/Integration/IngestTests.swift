@@ -243,4 +243,66 @@ struct IngestTests {
         #expect(results(again).first?["status"] as? String == "accepted")
         #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 2)
     }
+
+    @Test("hostile values are rejected per event, never a 500: NUL bytes, oversized ids, far-future times")
+    func hostileValues() throws {
+        let app = try environment.makeApp()
+        let combining = "a" + String(repeating: "\u{301}", count: 5000)
+        let response = try app.post([
+            Events.message("e1", id: "m1", sender: "alice", at: 1000, text: "hi\u{0}there"),
+            Events.message("e2", id: combining, sender: "alice", at: 1000),
+            Events.message("e3", id: "m3", sender: "alice", at: nowMilliseconds() + 2 * 86_400_000),
+            Events.message(String(repeating: "x", count: 300), id: "m4", sender: "alice", at: 1000),
+            Events.message("e5", id: "m5", sender: "alice", at: 1000),
+        ], client: client)
+        #expect(response.status == 200)
+        let items = results(response)
+        #expect(items.map { $0["status"] as? String ?? "" } == ["rejected", "rejected", "rejected", "rejected", "accepted"])
+        #expect(((items[0]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "data.text")
+        #expect(((items[1]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "data.id")
+        #expect(((items[2]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "data.sentAt")
+        #expect(((items[3]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "id")
+        let rejected = try client.get("/v1/events/rejected", token: app.serverKey)
+        #expect((rejected.json["data"] as? [Any])?.count == 4, "all four recorded")
+        let admin = try client.post("/v1/apps", token: TestEnvironment.adminToken, json: Events.json(["id": combining]))
+        #expect(admin.status == 400)
+    }
+
+    @Test("ids that differ only in byte form are different events and messages")
+    func byteWiseIds() throws {
+        let app = try environment.makeApp()
+        let response = try app.post([Events.message("\u{e9}", id: "\u{e9}", sender: "alice", at: 1000),
+                                     Events.message("e\u{301}", id: "e\u{301}", sender: "alice", at: 1001)], client: client)
+        #expect(response.json["accepted"] as? Int == 2)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 2)
+    }
+
+    @Test("ce- headers with a CloudEvents content type are structured mode, not binary")
+    func headersWithStructuredBody() throws {
+        let app = try environment.makeApp()
+        let response = try client.post("/v1/events", token: app.ingestKey,
+                                       json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]),
+                                       headers: ["Content-Type": "application/cloudevents-batch+json", "ce-specversion": "1.0"])
+        #expect(response.json["accepted"] as? Int == 1)
+    }
+
+    @Test("an edit or a deletion without parentId acts on the reply's thread")
+    func withoutParentID() throws {
+        let app = try environment.makeApp()
+        _ = try app.post([Events.member("j1", "member.joined", uid: "carol", at: 1),
+                          Events.message("e1", id: "m7", sender: "bob", at: 1000),
+                          Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: 1001),
+                          Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: 1002)], client: client)
+        _ = try app.post([Events.edit("e4", id: "r1", sender: "alice", at: 1100, mentions: ["carol"]),
+                          Events.delete("e5", id: "r2", at: 1200)], client: client)
+        #expect(try app.subscribed("carol", "m7", client: client) == true)
+        let rows = try environment.connection().query("SELECT reply_count, last_reply_id FROM threads WHERE app = $1 AND parent_id = 'm7'", [app.id])
+        #expect(try rows[0].decode(0, as: Int.self) == 1)
+        #expect(try rows[0].decode(1, as: String.self) == "r1")
+        // An edit without parentId that arrives before its message: its mentions follow the thread.
+        _ = try app.post([Events.edit("e6", id: "r3", sender: "alice", at: 1300, mentions: ["dave"]),
+                          Events.member("j2", "member.joined", uid: "dave", at: 1)], client: client)
+        _ = try app.post([Events.message("e7", id: "r3", sender: "alice", parent: "m7", at: 1250)], client: client)
+        #expect(try app.subscribed("dave", "m7", client: client) == true)
+    }
 }
