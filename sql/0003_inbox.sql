@@ -20,12 +20,12 @@ ALTER TABLE subscriptions
     ADD COLUMN unread_replies   integer NOT NULL DEFAULT 0,
     ADD COLUMN unread_mentions  integer NOT NULL DEFAULT 0;
 
--- Thread ids compare in byte order (SPEC §6 tie-break).
-ALTER TABLE subscriptions ALTER COLUMN thread_id TYPE text COLLATE "C";
-
-CREATE INDEX subscriptions_inbox ON subscriptions (app, uid, activity_at, thread_id) WHERE visible;
-CREATE INDEX subscriptions_inbox_conversation ON subscriptions (app, uid, conversation_id, activity_at, thread_id) WHERE visible;
-CREATE INDEX subscriptions_inbox_unread ON subscriptions (app, uid, activity_at, thread_id) WHERE visible AND unread_replies > 0;
+-- Thread ids order in byte order (SPEC §6 tie-break): the inbox indexes use thread_id COLLATE "C".
+CREATE INDEX subscriptions_inbox ON subscriptions (app, uid, activity_at, (thread_id COLLATE "C")) WHERE visible;
+CREATE INDEX subscriptions_inbox_conversation ON subscriptions (app, uid, conversation_id, activity_at, (thread_id COLLATE "C"))
+    WHERE visible;
+CREATE INDEX subscriptions_inbox_unread ON subscriptions (app, uid, activity_at, (thread_id COLLATE "C"))
+    INCLUDE (unread_mentions) WHERE visible AND unread_replies > 0;
 CREATE INDEX subscriptions_by_thread_all ON subscriptions (app, thread_id);
 CREATE INDEX threads_by_group ON threads (app, group_id) WHERE group_id IS NOT NULL;
 

@@ -70,16 +70,16 @@ enum InboxAPI {
         if let after {
             parameters.append(after.0)
             parameters.append(after.1)
-            conditions.append("(s.activity_at, s.thread_id) < ($\(parameters.count - 1), $\(parameters.count)::text COLLATE \"C\")")
+            conditions.append("(s.activity_at, s.thread_id COLLATE \"C\") < ($\(parameters.count - 1), $\(parameters.count)::text COLLATE \"C\")")
         }
         let sql = """
             WITH page AS (
                 SELECT s.activity_at, s.thread_id, \(rowJSON) AS row
-                  FROM subscriptions s
+                  FROM (SELECT * FROM subscriptions s
+                         WHERE \(conditions.joined(separator: " AND "))
+                         ORDER BY s.activity_at DESC, s.thread_id COLLATE "C" DESC
+                         LIMIT $3) s
                   JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
-                 WHERE \(conditions.joined(separator: " AND "))
-                 ORDER BY s.activity_at DESC, s.thread_id DESC
-                 LIMIT $3
             ),
             totals AS (
                 SELECT count(*) AS threads, coalesce(sum(unread_mentions), 0) AS mentions FROM subscriptions
@@ -87,7 +87,7 @@ enum InboxAPI {
             )
             SELECT totals.threads, totals.mentions, page.activity_at, page.thread_id, page.row
               FROM totals LEFT JOIN page ON true
-             ORDER BY page.activity_at DESC, page.thread_id DESC
+             ORDER BY page.activity_at DESC, page.thread_id COLLATE "C" DESC
             """
         let rows = try context.services.database.withConnection { try $0.query(sql, parameters) }
         let totals = (threads: try rows.first?.decode(0, as: Int.self) ?? 0, mentions: try rows.first?.decode(1, as: Int.self) ?? 0)
