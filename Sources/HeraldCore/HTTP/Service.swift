@@ -20,6 +20,7 @@ public struct Service: Sendable {
         SubscriptionsAPI.register(in: &router)
         MembershipAPI.register(in: &router)
         InboxAPI.register(in: &router)
+        PreferencesAPI.register(in: &router)
         self.router = router
     }
 

@@ -1,0 +1,183 @@
+import HTTPServer
+
+/// An app's notification settings (SPEC §7.2): a default and an override flag per user-level
+/// field, plus the app switches. Stored as the fields that differ from the built-in defaults.
+public struct AppSettings: Sendable, Equatable {
+    public struct Entry: Sendable, Equatable {
+        public var value: JSONValue
+        public var userCanOverride: Bool
+    }
+
+    public enum PrivacyTemplateMode: String, Sendable, CaseIterable {
+        case `default` = "DEFAULT", privacy = "PRIVACY", userChoice = "USER_CHOICE"
+    }
+
+    public var entries: [String: Entry]
+    public var bypassPreferencesForMentions = false
+    public var bypassPreferencesForAll = false
+    public var privacyTemplateMode = PrivacyTemplateMode.userChoice
+    public var largeGroupThreshold = 1000
+
+    /// The built-in defaults: the values of SPEC §7.1, every field overridable.
+    public static let defaults = AppSettings(entries: Dictionary(uniqueKeysWithValues: PreferenceField.all.map {
+        ($0.path, Entry(value: $0.defaultValue, userCanOverride: true))
+    }))
+
+    public func entry(_ path: String) -> Entry {
+        entries[path] ?? Entry(value: PreferenceField.byPath[path]!.defaultValue, userCanOverride: true)
+    }
+
+    /// The settings as the API shows them: nested by group, each field `{value, userCanOverride}`.
+    public var json: JSONValue {
+        var root: [String: JSONValue] = [:]
+        for field in PreferenceField.all {
+            let entry = entry(field.path)
+            root.setPath(field.path, .object(["value": entry.value, "userCanOverride": .bool(entry.userCanOverride)]))
+        }
+        root["bypassPreferencesForMentions"] = .bool(bypassPreferencesForMentions)
+        root["bypassPreferencesForAll"] = .bool(bypassPreferencesForAll)
+        root["privacyTemplateMode"] = .string(privacyTemplateMode.rawValue)
+        root["largeGroupThreshold"] = .int(largeGroupThreshold)
+        return .object(root)
+    }
+
+    /// Reads stored settings (written by `json`); unknown or damaged parts fall back to defaults.
+    public init(stored: JSONValue) {
+        self = .defaults
+        try? apply(patch: stored)
+    }
+
+    init(entries: [String: Entry]) {
+        self.entries = entries
+    }
+
+    /// Merges a PATCH body; any invalid part throws `400 ERR_INVALID_PREFERENCE` and changes nothing.
+    public mutating func apply(patch: JSONValue) throws(HTTPError) {
+        guard case .object(let root) = patch else {
+            throw PreferenceField.invalid("the body must be an object", field: "")
+        }
+        var next = self
+        for (key, value) in root {
+            switch key {
+            case "bypassPreferencesForMentions", "bypassPreferencesForAll":
+                guard case .bool(let flag) = value else { throw PreferenceField.invalid("\(key) must be true or false", field: key) }
+                if key == "bypassPreferencesForMentions" { next.bypassPreferencesForMentions = flag } else { next.bypassPreferencesForAll = flag }
+            case "privacyTemplateMode":
+                guard case .string(let name) = value, let mode = PrivacyTemplateMode(rawValue: name) else {
+                    throw PreferenceField.invalid("privacyTemplateMode must be DEFAULT, PRIVACY or USER_CHOICE", field: key)
+                }
+                next.privacyTemplateMode = mode
+            case "largeGroupThreshold":
+                guard case .int(let threshold) = value, (1...1_000_000).contains(threshold) else {
+                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "largeGroupThreshold must be 1-1000000",
+                                    params: ["field": .string(key), "min": 1, "max": 1_000_000])
+                }
+                next.largeGroupThreshold = threshold
+            default:
+                try PreferenceTree.walk(key: key, value: value) { path, field, input throws(HTTPError) in
+                    guard case .object(let object) = input else {
+                        throw PreferenceField.invalid("\(path) must be {\"value\", \"userCanOverride\"}", field: path)
+                    }
+                    var entry = next.entry(path)
+                    for (name, item) in object {
+                        switch name {
+                        case "value": entry.value = try field.validate(item, field: path + ".value", current: entry.value)
+                        case "userCanOverride":
+                            guard case .bool(let flag) = item else {
+                                throw PreferenceField.invalid("\(path).userCanOverride must be true or false", field: path + ".userCanOverride")
+                            }
+                            entry.userCanOverride = flag
+                        default:
+                            throw PreferenceField.invalid("\(path).\(name) is not known", field: "\(path).\(name)")
+                        }
+                    }
+                    next.entries[path] = entry
+                }
+            }
+        }
+        self = next
+    }
+}
+
+/// A user's own choices (SPEC §7.3): only the fields the user set.
+public struct UserPreferences: Sendable, Equatable {
+    public var values: [String: JSONValue]
+
+    public init(values: [String: JSONValue] = [:]) {
+        self.values = values
+    }
+
+    public init(stored: JSONValue) {
+        var values: [String: JSONValue] = [:]
+        if case .object(let object) = stored {
+            for (path, value) in object where PreferenceField.byPath[path] != nil { values[path] = value }
+        }
+        self.values = values
+    }
+
+    public var stored: JSONValue { .object(values) }
+
+    /// The value in force for `path`: the user's where the app lets users override it, else the app's.
+    public func effective(_ path: String, app: AppSettings) -> JSONValue {
+        let entry = app.entry(path)
+        if entry.userCanOverride, let value = values[path] { return value }
+        return entry.value
+    }
+
+    /// The effective view in the shape of SPEC §7.1.
+    public func effectiveJSON(app: AppSettings) -> JSONValue {
+        var root: [String: JSONValue] = [:]
+        for field in PreferenceField.all { root.setPath(field.path, effective(field.path, app: app)) }
+        return .object(root)
+    }
+
+    /// Merges a PATCH body: fields the app does not let users override are ignored (not stored);
+    /// any invalid value throws `400 ERR_INVALID_PREFERENCE` and changes nothing.
+    public mutating func apply(patch: JSONValue, app: AppSettings) throws(HTTPError) {
+        guard case .object(let root) = patch else { throw PreferenceField.invalid("the body must be an object", field: "") }
+        var next = self
+        for (key, value) in root {
+            try PreferenceTree.walk(key: key, value: value) { path, field, input throws(HTTPError) in
+                let validated = try field.validate(input, field: path, current: effective(path, app: app))
+                if app.entry(path).userCanOverride { next.values[path] = validated }
+            }
+        }
+        self = next
+    }
+}
+
+/// Walks a nested preference body (`{"groupPreferences": {"replies": …}}`) down to its fields.
+enum PreferenceTree {
+    static let groups: Set<String> = ["groupPreferences", "oneOnOnePreferences", "mutePreferences"]
+
+    static func walk(key: String, value: JSONValue,
+                     _ visit: (String, PreferenceField, JSONValue) throws(HTTPError) -> Void) throws(HTTPError) {
+        if groups.contains(key) {
+            guard case .object(let object) = value else { throw PreferenceField.invalid("\(key) must be an object", field: key) }
+            for (name, item) in object {
+                let path = key + "." + name
+                guard let field = PreferenceField.byPath[path] else { throw PreferenceField.invalid("\(path) is not known", field: path) }
+                try visit(path, field, item)
+            }
+        } else if let field = PreferenceField.byPath[key] {
+            try visit(key, field, value)
+        } else {
+            throw PreferenceField.invalid("\(key) is not known", field: key)
+        }
+    }
+}
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// Sets `a.b` to `value`, creating the object `a` when needed.
+    mutating func setPath(_ path: String, _ value: JSONValue) {
+        let parts = path.split(separator: ".", maxSplits: 1).map(String.init)
+        guard parts.count == 2 else {
+            self[path] = value
+            return
+        }
+        var inner: [String: JSONValue] = [:]
+        if case .object(let existing)? = self[parts[0]] { inner = existing }
+        inner[parts[1]] = value
+        self[parts[0]] = .object(inner)
+    }
+}

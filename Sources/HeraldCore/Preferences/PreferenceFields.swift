@@ -1,0 +1,185 @@
+import FoundationEssentials
+import FoundationInternationalization
+import HTTPServer
+
+/// One user-level preference field of SPEC §7.1, addressed by its dotted path
+/// (`groupPreferences.replies`, `mutePreferences.schedule`, `timezone`).
+public struct PreferenceField: Sendable {
+    public enum Kind: Sendable {
+        /// Enum names; CometChat's integer codes 1…n are aliases in this order.
+        case choice([String])
+        case schedule
+        case boolean
+        case timezone
+    }
+
+    public let path: String
+    public let kind: Kind
+    public let defaultValue: JSONValue
+
+    /// Every field, in the order of SPEC §7.1.
+    public static let all: [PreferenceField] = {
+        let messages = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS"]
+        let replies = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_SUBSCRIBED_THREADS"]
+        let quoted = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES"]
+        let reactions = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES", "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"]
+        let member = ["DONT_SUBSCRIBE", "SUBSCRIBE"]
+        var fields: [PreferenceField] = []
+        for group in ["groupPreferences", "oneOnOnePreferences"] {
+            fields.append(.init(path: group + ".messages", kind: .choice(messages), defaultValue: "SUBSCRIBE_TO_ALL"))
+            fields.append(.init(path: group + ".replies", kind: .choice(replies), defaultValue: "SUBSCRIBE_TO_ALL"))
+            fields.append(.init(path: group + ".quotedReplies", kind: .choice(quoted), defaultValue: "SUBSCRIBE_TO_ALL"))
+            fields.append(.init(path: group + ".reactions", kind: .choice(reactions),
+                                defaultValue: "SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES"))
+            if group == "groupPreferences" {
+                for name in ["memberLeft", "memberAdded", "memberJoined", "memberKicked", "memberBanned", "memberUnbanned",
+                             "memberScopeChanged"] {
+                    fields.append(.init(path: group + "." + name, kind: .choice(member), defaultValue: "DONT_SUBSCRIBE"))
+                }
+            }
+        }
+        fields.append(.init(path: "mutePreferences.dnd", kind: .choice(["DISABLED", "ENABLED"]), defaultValue: "DISABLED"))
+        fields.append(.init(path: "mutePreferences.schedule", kind: .schedule, defaultValue: Schedule.allDay.json))
+        fields.append(.init(path: "usePrivacyTemplate", kind: .boolean, defaultValue: false))
+        fields.append(.init(path: "timezone", kind: .timezone, defaultValue: "UTC"))
+        return fields
+    }()
+
+    public static let byPath: [String: PreferenceField] = Dictionary(uniqueKeysWithValues: all.map { ($0.path, $0) })
+
+    /// The canonical value for an input, or `400 ERR_INVALID_PREFERENCE` naming `field`.
+    /// `current` is the value in force, for a schedule given in part.
+    public func validate(_ input: JSONValue, field: String, current: JSONValue? = nil) throws(HTTPError) -> JSONValue {
+        switch kind {
+        case .choice(let names):
+            if case .string(let name) = input, names.contains(name) { return input }
+            if case .int(let code) = input, code >= 1, code <= names.count { return .string(names[code - 1]) }
+            throw Self.invalid("\(field) must be one of \(names.joined(separator: ", ")) (or 1-\(names.count))", field: field)
+        case .boolean:
+            guard case .bool = input else { throw Self.invalid("\(field) must be true or false", field: field) }
+            return input
+        case .timezone:
+            guard case .string(let name) = input, Self.isTimeZone(name) else {
+                throw Self.invalid("\(field) must be an IANA time zone name such as Europe/Paris", field: field)
+            }
+            return input
+        case .schedule:
+            return try Schedule.validate(input, field: field, current: current.flatMap { Schedule(json: $0) } ?? .allDay).json
+        }
+    }
+
+    static func isTimeZone(_ name: String) -> Bool {
+        guard !name.isEmpty, name.utf8.count <= 64, !name.contains(".."),
+              name.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic || "/_-+0123456789".unicodeScalars.contains($0) })
+        else { return false }
+        return TimeZone(identifier: name) != nil
+    }
+
+    static func invalid(_ message: String, field: String) -> HTTPError {
+        HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: message, params: ["field": .string(field)])
+    }
+}
+
+/// The per-day delivery windows of `mutePreferences.schedule`, in the user's time zone.
+public struct Schedule: Sendable, Equatable {
+    public struct Day: Sendable, Equatable {
+        /// HHMM, 0–2359, minutes < 60, `from ≤ to`: notifications are delivered inside [from, to].
+        public var from: Int
+        public var to: Int
+        /// No notifications that day.
+        public var dnd: Bool
+    }
+
+    public static let dayNames = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    public var days: [Day]
+
+    public static let allDay = Schedule(days: Array(repeating: Day(from: 0, to: 2359, dnd: false), count: 7))
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        for (index, name) in Self.dayNames.enumerated() {
+            let day = days[index]
+            object[name] = .object(["from": .int(day.from), "to": .int(day.to), "dnd": .bool(day.dnd)])
+        }
+        return .object(object)
+    }
+
+    public init(days: [Day]) { self.days = days }
+
+    /// A stored (already valid) schedule.
+    public init?(json: JSONValue) {
+        guard case .object(let object) = json else { return nil }
+        var days: [Day] = []
+        for name in Self.dayNames {
+            guard case .object(let day)? = object[name], case .int(let from)? = day["from"], case .int(let to)? = day["to"],
+                  case .bool(let dnd)? = day["dnd"] else { return nil }
+            days.append(Day(from: from, to: to, dnd: dnd))
+        }
+        self.days = days
+    }
+
+    /// Validates a schedule given in full or in part; days not given keep `current`'s.
+    static func validate(_ input: JSONValue, field: String, current: Schedule) throws(HTTPError) -> Schedule {
+        guard case .object(let object) = input else { throw PreferenceField.invalid("\(field) must be an object of days", field: field) }
+        var schedule = current
+        for (key, value) in object {
+            guard let index = dayNames.firstIndex(of: key) else {
+                throw PreferenceField.invalid("\(field).\(key) is not a day of the week", field: "\(field).\(key)")
+            }
+            let path = "\(field).\(key)"
+            guard case .object(let day) = value else { throw PreferenceField.invalid("\(path) must be an object", field: path) }
+            var result = schedule.days[index]
+            for (name, item) in day {
+                switch name {
+                case "from", "to":
+                    guard case .int(let time) = item, (0...2359).contains(time), time % 100 < 60 else {
+                        throw PreferenceField.invalid("\(path).\(name) must be a time HHMM from 0 to 2359", field: "\(path).\(name)")
+                    }
+                    if name == "from" { result.from = time } else { result.to = time }
+                case "dnd":
+                    guard case .bool(let flag) = item else {
+                        throw PreferenceField.invalid("\(path).dnd must be true or false", field: "\(path).dnd")
+                    }
+                    result.dnd = flag
+                default:
+                    throw PreferenceField.invalid("\(path).\(name) is not a field of a day", field: "\(path).\(name)")
+                }
+            }
+            guard result.from <= result.to else {
+                throw PreferenceField.invalid("\(path).from must not be after \(path).to", field: "\(path).from")
+            }
+            schedule.days[index] = result
+        }
+        return schedule
+    }
+
+    /// Whether notifications are delivered on `weekday` (0 = Monday) at `hhmm` local time.
+    public func allows(weekday: Int, hhmm: Int) -> Bool {
+        let day = days[weekday]
+        return !day.dnd && hhmm >= day.from && hhmm <= day.to
+    }
+}
+
+/// A moment in a time zone, as the schedule needs it.
+public struct LocalTime: Sendable, Equatable {
+    /// 0 = Monday … 6 = Sunday.
+    public let weekday: Int
+    /// Hours × 100 + minutes.
+    public let hhmm: Int
+
+    public init(weekday: Int, hhmm: Int) {
+        self.weekday = weekday
+        self.hhmm = hhmm
+    }
+
+    /// The local weekday and time of `epochMilliseconds` in the IANA zone `identifier` (UTC if unknown).
+    public init(epochMilliseconds: Int64, timeZone identifier: String) {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: identifier) ?? TimeZone(identifier: "UTC")!
+        let date = Date(timeIntervalSince1970: Double(epochMilliseconds) / 1000)
+        let components = calendar.dateComponents([.weekday, .hour, .minute], from: date)
+        // Calendar: 1 = Sunday … 7 = Saturday.
+        weekday = ((components.weekday ?? 2) + 5) % 7
+        hhmm = (components.hour ?? 0) * 100 + (components.minute ?? 0)
+    }
+}

@@ -1,0 +1,122 @@
+import HTTPServer
+import Postgres
+
+/// SPEC §7.2–7.3: app settings, user preferences and mutes (server role).
+enum PreferencesAPI {
+    static func register(in router: inout Router<Route>) {
+        router.add("GET", "/v1/settings/notifications", Route(access: .server) { context in
+            let settings = try context.services.database.withConnection { try PreferenceStore().settings(app: context.app, on: $0) }
+            return .jsonText(settings.json.jsonText)
+        })
+        router.add("PATCH", "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
+            let patch = try body(context.request)
+            let settings = try context.services.database.withTransaction { connection -> AppSettings in
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
+                var settings = try PreferenceStore().settings(app: context.app, on: connection)
+                try settings.apply(patch: patch)
+                try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
+                return settings
+            }
+            return .jsonText(settings.json.jsonText)
+        })
+        router.add("DELETE", "/v1/settings/notifications", Route(access: .server) { context in
+            try context.services.database.withConnection { try PreferenceStore().saveSettings(nil, app: context.app, on: $0) }
+            return .jsonText(AppSettings.defaults.json.jsonText)
+        })
+
+        router.add("GET", "/v1/users/{uid}/preferences", Route(access: .server) { context in
+            let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+            let view = try context.services.database.withConnection { connection -> JSONValue in
+                let store = PreferenceStore()
+                return try store.preferences(app: context.app, uid: uid, on: connection)
+                    .effectiveJSON(app: store.settings(app: context.app, on: connection))
+            }
+            return .jsonText(view.jsonText)
+        })
+        router.add("PATCH", "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { context in
+            let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+            let patch = try body(context.request)
+            let view = try context.services.database.withTransaction { connection -> JSONValue in
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':prefs:' || $2, 0))", [context.app, uid])
+                let store = PreferenceStore()
+                let settings = try store.settings(app: context.app, on: connection)
+                var preferences = try store.preferences(app: context.app, uid: uid, on: connection)
+                try preferences.apply(patch: patch, app: settings)
+                try store.savePreferences(preferences, app: context.app, uid: uid, on: connection)
+                return preferences.effectiveJSON(app: settings)
+            }
+            return .jsonText(view.jsonText)
+        })
+        router.add("DELETE", "/v1/users/{uid}/preferences", Route(access: .server) { context in
+            let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+            let view = try context.services.database.withConnection { connection -> JSONValue in
+                let store = PreferenceStore()
+                try store.savePreferences(UserPreferences(), app: context.app, uid: uid, on: connection)
+                return UserPreferences().effectiveJSON(app: try store.settings(app: context.app, on: connection))
+            }
+            return .jsonText(view.jsonText)
+        })
+
+        router.add("GET", "/v1/users/{uid}/mutes", Route(access: .server) { context in
+            let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+            return .jsonText(try context.services.database.withConnection {
+                try PreferenceStore().mutesJSON(app: context.app, uid: uid, on: $0)
+            })
+        })
+        router.add("PUT", "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: true) })
+        router.add("DELETE", "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: false) })
+    }
+
+    static func body(_ request: Request) throws(HTTPError) -> JSONValue {
+        do {
+            return try JSONParser.parse(request.body)
+        } catch {
+            throw HTTPError.badRequest("body is not valid JSON")
+        }
+    }
+
+    /// PUT adds or updates mutes; DELETE removes them. One invalid entry: 400, nothing saved.
+    static func changeMutes(_ context: RequestContext, add: Bool) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        guard case .array(let entries)? = try body(context.request)["conversations"] else {
+            throw PreferenceField.invalid("conversations must be an array", field: "conversations")
+        }
+        let now = currentTimeMilliseconds()
+        var ids: [String] = [], types: [String] = [], untils: [Int64] = []
+        for (index, entry) in entries.enumerated() {
+            let path = "conversations[\(index)]"
+            guard case .object(let object) = entry else { throw PreferenceField.invalid("\(path) must be an object", field: path) }
+            guard let id = object["id"]?.stringValue, Identifier.isValid(id) else {
+                throw PreferenceField.invalid("\(path).id must be a guid or uid", field: path + ".id")
+            }
+            guard case .string(let type)? = object["type"], type == "group" || type == "oneOnOne" else {
+                throw PreferenceField.invalid("\(path).type must be group or oneOnOne", field: path + ".type")
+            }
+            var until: Int64 = 0
+            if add {
+                guard case .int(let value)? = object["until"], Int64(value) > now else {
+                    throw PreferenceField.invalid("\(path).until must be a time in the future (epoch ms)", field: path + ".until")
+                }
+                until = Int64(value)
+            }
+            ids.append(id); types.append(type); untils.append(until)
+        }
+        let app = context.app
+        let json = try context.services.database.withTransaction { connection -> String in
+            if add {
+                try connection.query("""
+                    INSERT INTO user_mutes (app, uid, conversation_type, conversation_id, until)
+                    SELECT $1, $2, t, i, max(u) FROM unnest($3::text[], $4::text[], $5::bigint[]) AS x(i, t, u) GROUP BY t, i
+                    ON CONFLICT (app, uid, conversation_type, conversation_id) DO UPDATE SET until = EXCLUDED.until
+                    """, [app, uid, ids, types, untils])
+            } else {
+                try connection.query("""
+                    DELETE FROM user_mutes m USING unnest($3::text[], $4::text[]) AS x(i, t)
+                     WHERE m.app = $1 AND m.uid = $2 AND m.conversation_id = x.i AND m.conversation_type = x.t
+                    """, [app, uid, ids, types])
+            }
+            return try PreferenceStore().mutesJSON(app: app, uid: uid, on: connection)
+        }
+        return .jsonText(json)
+    }
+}

@@ -1,0 +1,173 @@
+/// Who gets a push for a message, and why not (SPEC §8.1): a pure function of its inputs, so
+/// it is tested without a database and explained step by step (`…/routing`).
+public enum Routing {
+    public enum ConversationType: Sendable { case group, oneOnOne }
+    public enum SubscriptionState: Sendable { case subscribed, unsubscribed, none }
+
+    /// Reasons, strongest first.
+    public enum Reason: String, Sendable, CaseIterable, Comparable {
+        case mention, mentionAll, quote, subscribedThread, allReplies, allMessages
+
+        public static func < (lhs: Reason, rhs: Reason) -> Bool {
+            allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
+        }
+    }
+
+    public enum Skip: String, Sendable {
+        case sender = "SENDER", noAccess = "NO_ACCESS", customMessage = "CUSTOM_MESSAGE"
+        case messagesPreference = "MESSAGES_PREFERENCE", repliesPreference = "REPLIES_PREFERENCE", unsubscribed = "UNSUBSCRIBED"
+        case mutePreference = "MUTE_PREFERENCE", dndPreference = "DND_PREFERENCE", schedulePreference = "SCHEDULE_PREFERENCE"
+    }
+
+    /// The recipient's effective preferences for the message's conversation type.
+    public struct Preferences: Sendable, Equatable {
+        public var messages = "SUBSCRIBE_TO_ALL"
+        public var replies = "SUBSCRIBE_TO_ALL"
+        public var quotedReplies = "SUBSCRIBE_TO_ALL"
+        public var dndEnabled = false
+        public var schedule = Schedule.allDay
+        public var timezone = "UTC"
+
+        public init() {}
+
+        /// The effective values of `user` under `app`, for a conversation type.
+        public init(user: UserPreferences, app: AppSettings, type: ConversationType) {
+            let prefix = type == .group ? "groupPreferences." : "oneOnOnePreferences."
+            func text(_ path: String) -> String {
+                if case .string(let value) = user.effective(path, app: app) { return value }
+                return ""
+            }
+            messages = text(prefix + "messages")
+            replies = text(prefix + "replies")
+            quotedReplies = text(prefix + "quotedReplies")
+            dndEnabled = text("mutePreferences.dnd") == "ENABLED"
+            schedule = Schedule(json: user.effective("mutePreferences.schedule", app: app)) ?? .allDay
+            timezone = text("timezone")
+        }
+    }
+
+    public struct Input: Sendable {
+        public var isReply: Bool
+        public var conversation: ConversationType
+        /// `category == "custom"` and `sendNotification != true`.
+        public var silentCustom = false
+        public var isSender = false
+        public var hasAccess = true
+        /// The recipient's subscription to the message's thread, after SPEC §5.1 is applied for it.
+        public var subscription = SubscriptionState.none
+        public var mentionedExplicitly = false
+        public var mentionedAll = false
+        /// The message quotes one written by the recipient.
+        public var quotesRecipient = false
+        public var preferences = Preferences()
+        public var mutedUntil: Int64?
+        public var bypassForMentions = false
+        public var bypassForAll = false
+        /// The recipient's local time now, for the schedule.
+        public var localTime = LocalTime(weekday: 0, hhmm: 1200)
+        public var now: Int64 = 0
+
+        public init(isReply: Bool, conversation: ConversationType) {
+            self.isReply = isReply
+            self.conversation = conversation
+        }
+    }
+
+    public struct Decision: Sendable, Equatable {
+        public let notified: Bool
+        /// The job's reason when notified, else the skip code.
+        public let reason: String
+        /// What was checked, in order, for `…/routing`.
+        public let steps: [String]
+    }
+
+    public static func decide(_ input: Input) -> Decision {
+        var steps: [String] = []
+        func skip(_ code: Skip, _ why: String) -> Decision {
+            steps.append(why)
+            return Decision(notified: false, reason: code.rawValue, steps: steps)
+        }
+        if input.silentCustom { return skip(.customMessage, "a custom message without sendNotification notifies nobody") }
+        if input.isSender { return skip(.sender, "the recipient sent the message") }
+        guard input.hasAccess else { return skip(.noAccess, "the recipient has no access to the conversation") }
+        steps.append("has access")
+
+        let mentioned = input.mentionedExplicitly || input.mentionedAll
+        let preferences = input.preferences
+        var reasons: [Reason] = []
+        if input.mentionedExplicitly { reasons.append(.mention) }
+        if input.mentionedAll { reasons.append(.mentionAll) }
+
+        // Step 2: the category preference, then the quote rule.
+        var categoryNotifies: Bool
+        let categorySkip: Skip
+        if input.isReply {
+            categorySkip = .repliesPreference
+            switch preferences.replies {
+            case "DONT_SUBSCRIBE":
+                categoryNotifies = false
+                steps.append("replies preference is DONT_SUBSCRIBE")
+            case _ where input.subscription == .unsubscribed && !input.mentionedExplicitly:
+                return skip(.unsubscribed, "the recipient unsubscribed from the thread and is not mentioned explicitly")
+            case "SUBSCRIBE_TO_MENTIONS":
+                categoryNotifies = mentioned
+                steps.append("replies preference is SUBSCRIBE_TO_MENTIONS; mentioned: \(mentioned)")
+            case "SUBSCRIBE_TO_SUBSCRIBED_THREADS":
+                categoryNotifies = input.subscription == .subscribed
+                if categoryNotifies { reasons.append(.subscribedThread) }
+                steps.append("replies preference is SUBSCRIBE_TO_SUBSCRIBED_THREADS; subscribed: \(categoryNotifies)")
+            default:
+                categoryNotifies = true
+                if input.subscription == .subscribed { reasons.append(.subscribedThread) }
+                reasons.append(.allReplies)
+                steps.append("replies preference is SUBSCRIBE_TO_ALL")
+            }
+        } else {
+            categorySkip = .messagesPreference
+            switch preferences.messages {
+            case "DONT_SUBSCRIBE":
+                categoryNotifies = false
+                steps.append("messages preference is DONT_SUBSCRIBE")
+            case "SUBSCRIBE_TO_MENTIONS":
+                categoryNotifies = mentioned
+                steps.append("messages preference is SUBSCRIBE_TO_MENTIONS; mentioned: \(mentioned)")
+            default:
+                categoryNotifies = true
+                reasons.append(.allMessages)
+                steps.append("messages preference is SUBSCRIBE_TO_ALL")
+            }
+        }
+        if input.quotesRecipient {
+            let quoteNotifies: Bool
+            switch preferences.quotedReplies {
+            case "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES": quoteNotifies = true
+            case "SUBSCRIBE_TO_MENTIONS": quoteNotifies = mentioned
+            default: quoteNotifies = false
+            }
+            if quoteNotifies && input.subscription != .unsubscribed {
+                reasons.append(.quote)
+                steps.append("the message quotes the recipient; quotedReplies is \(preferences.quotedReplies)")
+                categoryNotifies = true
+            }
+        }
+        guard categoryNotifies else { return skip(categorySkip, "the category preference does not notify") }
+
+        // Step 3: quiet rules, each unless a bypass applies.
+        let bypass = (input.bypassForMentions && input.mentionedExplicitly) || (input.bypassForAll && input.mentionedAll)
+        if bypass {
+            steps.append("the app bypasses mute, DND and schedule for this mention")
+        } else {
+            if let until = input.mutedUntil, until > input.now {
+                return skip(.mutePreference, "the conversation is muted until \(until)")
+            }
+            if preferences.dndEnabled { return skip(.dndPreference, "do-not-disturb is enabled") }
+            if !preferences.schedule.allows(weekday: input.localTime.weekday, hhmm: input.localTime.hhmm) {
+                return skip(.schedulePreference, "the schedule of \(Schedule.dayNames[input.localTime.weekday]) in \(preferences.timezone) excludes \(input.localTime.hhmm)")
+            }
+            steps.append("not muted, no do-not-disturb, inside the schedule")
+        }
+        let strongest = reasons.min() ?? (input.isReply ? .allReplies : .allMessages)
+        steps.append("notify: \(strongest.rawValue)")
+        return Decision(notified: true, reason: strongest.rawValue, steps: steps)
+    }
+}

@@ -1,0 +1,151 @@
+@testable import HeraldCore
+import Testing
+
+@Suite("Routing decision")
+struct RoutingTests {
+    enum Mention: CaseIterable { case explicit, all, neither }
+    enum Quiet: CaseIterable { case none, muted, dnd, outsideSchedule }
+    enum Bypass: CaseIterable { case none, mentions, all }
+
+    static let messagesValues = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS"]
+    static let repliesValues = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_SUBSCRIBED_THREADS"]
+    static let quotedValues = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES"]
+
+    static func input(reply: Bool, type: Routing.ConversationType, messages: String = "SUBSCRIBE_TO_ALL",
+                      replies: String = "SUBSCRIBE_TO_ALL", quoted: String = "SUBSCRIBE_TO_ALL",
+                      subscription: Routing.SubscriptionState = .none, mention: Mention = .neither, quotes: Bool = false,
+                      quiet: Quiet = .none, bypass: Bypass = .none) -> Routing.Input {
+        var input = Routing.Input(isReply: reply, conversation: type)
+        input.preferences.messages = messages
+        input.preferences.replies = replies
+        input.preferences.quotedReplies = quoted
+        input.subscription = subscription
+        input.mentionedExplicitly = mention == .explicit
+        input.mentionedAll = mention == .all
+        input.quotesRecipient = quotes
+        input.now = 1_000_000
+        switch quiet {
+        case .none: break
+        case .muted: input.mutedUntil = 2_000_000
+        case .dnd: input.preferences.dndEnabled = true
+        case .outsideSchedule:
+            input.preferences.schedule.days[2] = .init(from: 900, to: 1700, dnd: false)
+            input.localTime = LocalTime(weekday: 2, hhmm: 2000)
+        }
+        input.bypassForMentions = bypass == .mentions
+        input.bypassForAll = bypass == .all
+        return input
+    }
+
+    /// SPEC §8.1 written as a table of rules, independently of `Routing.decide`'s control flow.
+    static func expected(reply: Bool, messages: String, replies: String, quoted: String, subscription: Routing.SubscriptionState,
+                         mention: Mention, quotes: Bool, quiet: Quiet, bypass: Bypass) -> String {
+        let mentioned = mention != .neither
+        let unsubscribed = subscription == .unsubscribed
+        if reply && replies != "DONT_SUBSCRIBE" && unsubscribed && mention != .explicit { return "UNSUBSCRIBED" }
+        let categoryRule: [String: Bool] = reply
+            ? ["DONT_SUBSCRIBE": false, "SUBSCRIBE_TO_ALL": true, "SUBSCRIBE_TO_MENTIONS": mentioned,
+               "SUBSCRIBE_TO_SUBSCRIBED_THREADS": subscription == .subscribed]
+            : ["DONT_SUBSCRIBE": false, "SUBSCRIBE_TO_ALL": true, "SUBSCRIBE_TO_MENTIONS": mentioned]
+        let category = categoryRule[reply ? replies : messages]!
+        let quoteRule: [String: Bool] = ["DONT_SUBSCRIBE": false, "SUBSCRIBE_TO_ALL": true,
+                                         "SUBSCRIBE_TO_MENTIONS": mentioned, "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES": true]
+        let quote = quotes && !unsubscribed && quoteRule[quoted]!
+        guard category || quote else { return reply ? "REPLIES_PREFERENCE" : "MESSAGES_PREFERENCE" }
+        let bypassed = (bypass == .mentions && mention == .explicit) || (bypass == .all && mention == .all)
+        if !bypassed {
+            switch quiet {
+            case .muted: return "MUTE_PREFERENCE"
+            case .dnd: return "DND_PREFERENCE"
+            case .outsideSchedule: return "SCHEDULE_PREFERENCE"
+            case .none: break
+            }
+        }
+        var reasons: [String] = []
+        if mention == .explicit { reasons.append("mention") }
+        if mention == .all { reasons.append("mentionAll") }
+        if quote { reasons.append("quote") }
+        if reply && subscription == .subscribed && (replies == "SUBSCRIBE_TO_ALL" || replies == "SUBSCRIBE_TO_SUBSCRIBED_THREADS") {
+            reasons.append("subscribedThread")
+        }
+        if reply && replies == "SUBSCRIBE_TO_ALL" { reasons.append("allReplies") }
+        if !reply && messages == "SUBSCRIBE_TO_ALL" { reasons.append("allMessages") }
+        return reasons.first ?? (reply ? "allReplies" : "allMessages")
+    }
+
+    @Test("every preference value × subscription × mention × quote × quiet rule × bypass, group and one-on-one",
+          arguments: [Routing.ConversationType.group, .oneOnOne])
+    func exhaustive(type: Routing.ConversationType) {
+        var checked = 0
+        for reply in [false, true] {
+            for category in (reply ? Self.repliesValues : Self.messagesValues) {
+                for quoted in Self.quotedValues {
+                    for subscription in [Routing.SubscriptionState.subscribed, .unsubscribed, .none] {
+                        for mention in Mention.allCases {
+                            for quotes in [false, true] {
+                                for quiet in Quiet.allCases {
+                                    for bypass in Bypass.allCases {
+                                        let input = Self.input(reply: reply, type: type, messages: reply ? "SUBSCRIBE_TO_ALL" : category,
+                                                               replies: reply ? category : "SUBSCRIBE_TO_ALL", quoted: quoted,
+                                                               subscription: subscription, mention: mention, quotes: quotes,
+                                                               quiet: quiet, bypass: bypass)
+                                        let want = Self.expected(reply: reply, messages: input.preferences.messages,
+                                                                 replies: input.preferences.replies, quoted: quoted,
+                                                                 subscription: subscription, mention: mention, quotes: quotes,
+                                                                 quiet: quiet, bypass: bypass)
+                                        let got = Routing.decide(input)
+                                        #expect(got.reason == want, "reply \(reply) \(category) quoted \(quoted) \(subscription) \(mention) quotes \(quotes) \(quiet) \(bypass)")
+                                        #expect(got.notified == (want.first!.isLowercase))
+                                        #expect(!got.steps.isEmpty)
+                                        checked += 1
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == (3 + 4) * 4 * 3 * 3 * 2 * 4 * 3)
+    }
+
+    @Test("hand-checked cases", arguments: [
+        // (reply, replies, subscription, mention, quiet, bypass, expected)
+        (true, "SUBSCRIBE_TO_SUBSCRIBED_THREADS", Routing.SubscriptionState.subscribed, Mention.neither, Quiet.none, Bypass.none, "subscribedThread"),
+        (true, "SUBSCRIBE_TO_SUBSCRIBED_THREADS", .none, .neither, .none, .none, "REPLIES_PREFERENCE"),
+        (true, "SUBSCRIBE_TO_ALL", .unsubscribed, .all, .none, .none, "UNSUBSCRIBED"),
+        (true, "SUBSCRIBE_TO_ALL", .unsubscribed, .explicit, .none, .none, "mention"),
+        (true, "DONT_SUBSCRIBE", .subscribed, .explicit, .none, .mentions, "REPLIES_PREFERENCE"),
+        (true, "SUBSCRIBE_TO_ALL", .subscribed, .explicit, .dnd, .mentions, "mention"),
+        (true, "SUBSCRIBE_TO_ALL", .subscribed, .all, .dnd, .mentions, "DND_PREFERENCE"),
+        (true, "SUBSCRIBE_TO_ALL", .subscribed, .all, .muted, .all, "mentionAll"),
+        (true, "SUBSCRIBE_TO_MENTIONS", .subscribed, .neither, .none, .none, "REPLIES_PREFERENCE"),
+        (true, "SUBSCRIBE_TO_ALL", .none, .neither, .outsideSchedule, .none, "SCHEDULE_PREFERENCE"),
+    ])
+    func handChecked(reply: Bool, replies: String, subscription: Routing.SubscriptionState, mention: Mention, quiet: Quiet,
+                     bypass: Bypass, expected: String) {
+        let input = Self.input(reply: reply, type: .group, replies: replies, subscription: subscription, mention: mention,
+                               quiet: quiet, bypass: bypass)
+        #expect(Routing.decide(input).reason == expected)
+    }
+
+    @Test("custom messages without sendNotification, the sender and users without access are skipped first")
+    func earlySkips() {
+        var input = Self.input(reply: true, type: .group, mention: .explicit)
+        input.silentCustom = true
+        #expect(Routing.decide(input).reason == "CUSTOM_MESSAGE")
+        input.silentCustom = false
+        input.isSender = true
+        #expect(Routing.decide(input).reason == "SENDER")
+        input.isSender = false
+        input.hasAccess = false
+        #expect(Routing.decide(input).reason == "NO_ACCESS")
+    }
+
+    @Test("an expired mute does not silence")
+    func expiredMute() {
+        var input = Self.input(reply: false, type: .oneOnOne)
+        input.mutedUntil = input.now - 1
+        #expect(Routing.decide(input).notified)
+    }
+}
