@@ -21,6 +21,7 @@ public struct Service: Sendable {
         MembershipAPI.register(in: &router)
         InboxAPI.register(in: &router)
         PreferencesAPI.register(in: &router)
+        JobsAPI.register(in: &router)
         self.router = router
     }
 

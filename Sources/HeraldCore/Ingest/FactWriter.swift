@@ -9,6 +9,8 @@ struct FactWriter {
 
     // message.created, one per message id (the first wins, as a redelivery under a new event id would)
     private var created: [DomainEvent.MessageCreated] = []
+    /// The event that brought each message.created, for its jobs.
+    private var createdEvents: [[UInt8]: IncomingEvent] = [:]
     private var edits: [DomainEvent.MessageEdited] = []
     private var deletions: [[UInt8]: DomainEvent.MessageDeleted] = [:]
     private var memberships: [DomainEvent.MembershipChange] = []
@@ -22,7 +24,10 @@ struct FactWriter {
         for event in events {
             switch event.event {
             case .messageCreated(let m):
-                if seenCreated.insert(Array(m.id.utf8)).inserted { created.append(m) }
+                if seenCreated.insert(Array(m.id.utf8)).inserted {
+                    created.append(m)
+                    createdEvents[Array(m.id.utf8)] = event
+                }
             case .messageEdited(let m):
                 edits.append(m)
             case .messageDeleted(let m):
@@ -156,6 +161,17 @@ struct FactWriter {
             app, keyUsers, keyThreads, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
             evidenceGroups, evidenceUsers, newReplies, deletedReplies,
         ])
+        // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its replies' too).
+        if !deletions.isEmpty {
+            try connection.query("""
+                UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
+                 WHERE app = $1 AND state = 'ready' AND (message_id = ANY ($2::text[]) OR parent_message_id = ANY ($2::text[]))
+                """, [app, deletions.values.map(\.id)])
+        }
+        // Jobs, after subscriptions and unread counts include this batch.
+        try Fanout(app: app).run(fresh.compactMap { message in
+            createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
+        }, on: connection)
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.

@@ -1,0 +1,151 @@
+import HTTPServer
+import Postgres
+
+/// Produces the push jobs of newly created messages in the ingest transaction (SPEC §8–9):
+/// candidates and everything the decision needs come from one set-based query, the decision is
+/// `Routing.decide`, and the jobs go in with one insert that ignores (event, recipient) pairs
+/// that already have a job.
+struct Fanout {
+    let app: String
+
+    struct Created {
+        let event: IncomingEvent
+        let message: DomainEvent.MessageCreated
+    }
+
+    func run(_ created: [Created], on connection: PostgresConnection) throws {
+        guard !created.isEmpty else { return }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let rows = try connection.query("""
+            WITH m AS (
+                SELECT m.* FROM unnest($2::text[]) AS x(id)
+                  CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL OFFSET 0) m
+            ),
+            candidates AS (
+                SELECT m.id AS message_id, g.uid, m.group_id, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.sent_at
+                  FROM m CROSS JOIN LATERAL (
+                        SELECT g.uid FROM group_members g
+                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.joined_at > coalesce(g.removed_at, -1) OFFSET 0) g
+                 WHERE m.group_id IS NOT NULL AND g.uid <> m.sender
+                UNION ALL
+                SELECT m.id, CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END, NULL, m.sender,
+                       coalesce(m.parent_id, m.id), m.sent_at
+                  FROM m WHERE m.group_id IS NULL AND m.user_a <> m.user_b
+            )
+            SELECT c.message_id, c.uid,
+                   s.subscribed,
+                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
+                                                       AND mn.at = c.sent_at AND mn.uid = c.uid),
+                   up.preferences::text,
+                   (SELECT mu.until FROM user_mutes mu
+                     WHERE mu.app = $1 AND mu.uid = c.uid
+                       AND mu.conversation_type = CASE WHEN c.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                       AND mu.conversation_id = coalesce(c.group_id, c.sender))
+              FROM candidates c
+              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
+              LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
+            """, [app, created.map(\.message.id)])
+        guard !rows.isEmpty else { return }
+
+        let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let now = currentTimeMilliseconds()
+        var parsed: [String: UserPreferences] = [:]
+        var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
+        for row in rows {
+            let messageID = try row.decode(0, as: String.self)
+            guard let item = byID[messageID] else { continue }
+            let uid = try row.decode(1, as: String.self)
+            let subscribed = try row.decode(2, as: Bool?.self)
+            let preferences: UserPreferences
+            if let cached = parsed[uid] {
+                preferences = cached
+            } else {
+                let text = try row.decode(4, as: String?.self)
+                preferences = text.flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+                parsed[uid] = preferences
+            }
+            let message = item.message
+            var input = Routing.Input(isReply: message.parentID != nil,
+                                      conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
+            input.silentCustom = message.category == "custom" && message.sendNotification != true
+            input.subscription = subscribed.map { $0 ? .subscribed : .unsubscribed } ?? .none
+            input.mentionedExplicitly = try row.decode(3, as: Bool.self)
+            input.mentionedAll = message.mentionsAll
+            input.quotesRecipient = message.quotedSender == uid
+            input.preferences = Routing.Preferences(user: preferences, app: settings, type: input.conversation)
+            input.mutedUntil = try row.decode(5, as: Int64?.self)
+            input.bypassForMentions = settings.bypassPreferencesForMentions
+            input.bypassForAll = settings.bypassPreferencesForAll
+            input.now = now
+            input.localTime = LocalTime(epochMilliseconds: now, timeZone: input.preferences.timezone)
+            let decision = Routing.decide(input)
+            guard decision.notified else { continue }
+            let privacy: Bool
+            switch settings.privacyTemplateMode {
+            case .privacy: privacy = true
+            case .default: privacy = false
+            case .userChoice: privacy = preferences.effective("usePrivacyTemplate", app: settings) == .bool(true)
+            }
+            jobs.append((item, uid, decision.reason, privacy))
+        }
+        guard !jobs.isEmpty else { return }
+
+        // The badge: each recipient's unread thread count, now that this batch is applied.
+        var badges: [String: Int] = [:]
+        for row in try connection.query("""
+            SELECT uid, count(*) FROM subscriptions
+             WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND unread_replies > 0 GROUP BY uid
+            """, [app, Array(Set(jobs.map(\.recipient)))]) {
+            badges[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
+        }
+        var payloads: [String] = []
+        payloads.reserveCapacity(jobs.count)
+        for job in jobs {
+            payloads.append(Self.payload(job.created.message, recipient: job.recipient, reason: job.reason, privacy: job.privacy,
+                                         badge: badges[job.recipient] ?? 0))
+        }
+        try connection.query("""
+            INSERT INTO jobs (app, event_source, event_id, event_type, recipient, message_id, parent_message_id, kind, reason, payload)
+            SELECT $1, x.source, x.id, x.type, x.recipient, x.message, x.parent, x.kind, x.reason, x.payload::jsonb
+              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+                   AS x(source, id, type, recipient, message, parent, kind, reason, payload)
+            ON CONFLICT (app, event_source, event_id, recipient) DO NOTHING
+            """, [app, jobs.map(\.created.event.source), jobs.map(\.created.event.id), jobs.map(\.created.event.type),
+                  jobs.map(\.recipient), jobs.map(\.created.message.id), jobs.map(\.created.message.parentID),
+                  jobs.map { $0.created.message.parentID == nil ? "message" : "reply" }, jobs.map(\.reason), payloads])
+    }
+
+    /// `{"notification": {title, body, tag, collapseId, badge}, "data": {…}}` from the default or
+    /// the privacy template.
+    static func payload(_ message: DomainEvent.MessageCreated, recipient: String, reason: String, privacy: Bool, badge: Int) -> String {
+        let sender = message.sender
+        let text = message.text ?? ""
+        let title: String
+        let body: String
+        if privacy {
+            let mentioned = reason == "mention" || reason == "mentionAll"
+            title = mentioned ? "New mention" : (message.parentID == nil ? "New message" : "New reply")
+            body = mentioned ? "You were mentioned" : "You have a new message"
+        } else {
+            title = message.conversation.groupID.map { "\(sender) @ \($0)" } ?? sender
+            switch reason {
+            case "mention": body = "\(sender) mentioned you: \(text)"
+            case "mentionAll": body = "\(sender) mentioned everyone: \(text)"
+            case "quote": body = "\(sender) quoted you: \(text)"
+            default: body = text.isEmpty ? "\(sender) sent a message" : text
+            }
+        }
+        let receiver = message.conversation.groupID ?? sender
+        var data: [String: JSONValue] = [
+            "messageId": .string(message.id), "conversationId": .string(message.conversation.id),
+            "receiverType": .string(message.conversation.receiverType), "receiver": .string(receiver),
+            "sender": .string(sender), "sentAt": .int(Int(message.sentAt)),
+        ]
+        data["parentMessageId"] = message.parentID.map(JSONValue.string) ?? .null
+        let notification: [String: JSONValue] = [
+            "title": .string(title), "body": .string(body), "tag": .string(message.id), "collapseId": .string(message.id),
+            "badge": .int(badge),
+        ]
+        return JSONValue.object(["notification": .object(notification), "data": .object(data)]).jsonText
+    }
+}

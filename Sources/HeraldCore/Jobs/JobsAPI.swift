@@ -1,0 +1,229 @@
+import Glibc
+import HTTPServer
+import Postgres
+
+/// SPEC §9: the jobs API for push senders (worker and server roles).
+enum JobsAPI {
+    static let maxAttempts = 8
+
+    static func register(in router: inout Router<Route>) {
+        router.add("POST", "/v1/jobs/claim", Route(access: .worker, accepts: Route.json, handler: claim))
+        router.add("POST", "/v1/jobs/ack", Route(access: .worker, accepts: Route.json, handler: ack))
+        router.add("POST", "/v1/jobs/fail", Route(access: .worker, accepts: Route.json, handler: fail))
+        router.add("GET", "/v1/jobs/stats", Route(access: .worker, handler: stats))
+        router.add("GET", "/v1/jobs/dead", Route(access: .worker, handler: dead))
+        router.add("POST", "/v1/jobs/dead/requeue", Route(access: .worker, accepts: Route.json, handler: requeue))
+    }
+
+    /// A job as the API shows it, built by PostgreSQL from a `jobs` row `j`.
+    static let jobJSON = """
+        jsonb_build_object('id', 'j' || j.id, 'attempt', j.attempt, 'app', j.app, 'recipient', j.recipient,
+                           'createdAt', j.created_at,
+                           'event', jsonb_build_object('source', j.event_source, 'id', j.event_id, 'type', j.event_type),
+                           'kind', j.kind, 'reason', j.reason,
+                           'notification', j.payload -> 'notification', 'data', j.payload -> 'data')
+        """
+
+    static func body(_ request: Request) throws(HTTPError) -> [String: JSONValue] {
+        if request.body.isEmpty { return [:] }
+        guard case .object(let object) = try? JSONParser.parse(request.body) else {
+            throw HTTPError.badRequest("body must be a JSON object")
+        }
+        return object
+    }
+
+    static func integer(_ object: [String: JSONValue], _ key: String, default value: Int, range: ClosedRange<Int>) throws(HTTPError) -> Int {
+        guard let item = object[key], item != .null else { return value }
+        guard case .int(let number) = item, range.contains(number) else {
+            throw HTTPError.invalidLimit(field: key, min: range.lowerBound, max: range.upperBound)
+        }
+        return number
+    }
+
+    /// "j123" → 123.
+    static func jobID(_ value: JSONValue?, field: String) throws(HTTPError) -> Int64 {
+        guard case .string(let text)? = value, text.hasPrefix("j"), let id = Int64(text.dropFirst()), id > 0 else {
+            throw HTTPError.badRequest("\(field) must be a job id", field: field)
+        }
+        return id
+    }
+
+    static func claim(_ context: RequestContext) throws -> Response {
+        let object = try body(context.request)
+        let max = try integer(object, "max", default: 100, range: 1...1000)
+        let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
+        let wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
+        let app = context.app
+        let deadline = monotonicNanoseconds() + UInt64(wait) * 1_000_000_000
+        var delay: UInt32 = 20_000
+        while true {
+            let rows = try context.services.database.withTransaction { connection in
+                // Leases that ran out return their jobs to the queue.
+                try connection.query("""
+                    UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
+                     WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
+                    """, [app])
+                return try connection.query("""
+                    WITH picked AS (
+                        SELECT id FROM jobs
+                         WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
+                         ORDER BY available_at, id LIMIT $2
+                         FOR UPDATE SKIP LOCKED
+                    )
+                    UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
+                                      lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
+                      FROM picked WHERE j.app = $1 AND j.id = picked.id
+                    RETURNING j.id, \(jobJSON)::text
+                    """, [app, max, lease])
+            }
+            if !rows.isEmpty || monotonicNanoseconds() >= deadline {
+                let jobs = try rows.sorted { try $0.decode(0, as: Int64.self) < $1.decode(0, as: Int64.self) }
+                    .map { try $0.decode(1, as: String.self) }
+                return .jsonText("{\"jobs\":[" + jobs.joined(separator: ",") + "]}")
+            }
+            // Long poll: look again soon, backing off to at most 200 ms between looks.
+            usleep(delay)
+            delay = min(delay * 2, 200_000)
+        }
+    }
+
+    /// Reads `{"jobs": [{"id", "attempt", …}]}`.
+    static func entries(_ object: [String: JSONValue]) throws(HTTPError) -> [(Int64, Int, [String: JSONValue])] {
+        guard case .array(let items)? = object["jobs"] else { throw HTTPError.badRequest("jobs must be an array", field: "jobs") }
+        guard items.count <= 1000 else { throw HTTPError.invalidLimit(field: "jobs", min: 0, max: 1000) }
+        var result: [(Int64, Int, [String: JSONValue])] = []
+        for (index, item) in items.enumerated() {
+            guard case .object(let entry) = item else { throw HTTPError.badRequest("jobs[\(index)] must be an object", field: "jobs[\(index)]") }
+            let id = try jobID(entry["id"], field: "jobs[\(index)].id")
+            guard case .int(let attempt)? = entry["attempt"], attempt >= 1 else {
+                throw HTTPError.badRequest("jobs[\(index)].attempt must be a positive integer", field: "jobs[\(index)].attempt")
+            }
+            result.append((id, attempt, entry))
+        }
+        return result
+    }
+
+    static func ack(_ context: RequestContext) throws -> Response {
+        let items = try entries(try body(context.request))
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                UPDATE jobs j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
+                  FROM unnest($2::bigint[], $3::int[]) AS x(id, attempt)
+                 WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
+                RETURNING j.id
+                """, [context.app, items.map(\.0), items.map(\.1)])
+        }
+        let acked = Set(try rows.map { try $0.decode(0, as: Int64.self) })
+        let stale = items.map(\.0).filter { !acked.contains($0) }.map { "\"j\($0)\"" }
+        return .jsonText("{\"acked\":\(acked.count),\"stale\":[\(stale.joined(separator: ","))]}")
+    }
+
+    static func fail(_ context: RequestContext) throws -> Response {
+        let items = try entries(try body(context.request))
+        var delays: [Int64] = []
+        var dead: [Bool] = []
+        var errors: [String] = []
+        var generator = SystemRandomNumberGenerator()
+        for (index, item) in items.enumerated() {
+            let (_, attempt, entry) = item
+            var retryable = true
+            if let value = entry["retryable"], value != .null {
+                guard case .bool(let flag) = value else {
+                    throw HTTPError.badRequest("jobs[\(index)].retryable must be a boolean", field: "jobs[\(index)].retryable")
+                }
+                retryable = flag
+            }
+            var delay: Int64
+            if let value = entry["retryAfterSeconds"], value != .null {
+                guard case .int(let seconds) = value, (0...86_400).contains(seconds) else {
+                    throw HTTPError.badRequest("jobs[\(index)].retryAfterSeconds must be 0-86400", field: "jobs[\(index)].retryAfterSeconds")
+                }
+                delay = Int64(seconds) * 1000
+            } else {
+                // Exponential backoff from 1 s, capped at 5 minutes, with "equal jitter".
+                let base = min(Int64(300_000), Int64(1000) << min(attempt - 1, 20))
+                delay = base / 2 + Int64.random(in: 0...(base / 2), using: &generator)
+            }
+            delays.append(delay)
+            dead.append(!retryable || attempt >= maxAttempts)
+            var message = ""
+            if case .string(let text)? = entry["error"] { message = String(text.prefix(2000)) }
+            errors.append(message.replacing("\u{0}", with: ""))
+        }
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                UPDATE jobs j SET state = CASE WHEN x.dead THEN 'dead' ELSE 'ready' END,
+                                  available_at = herald_now_ms() + x.delay, lease_until = NULL,
+                                  last_error = x.error, updated_at = herald_now_ms()
+                  FROM unnest($2::bigint[], $3::int[], $4::bigint[], $5::boolean[], $6::text[]) AS x(id, attempt, delay, dead, error)
+                 WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
+                RETURNING j.id, j.state
+                """, [context.app, items.map(\.0), items.map(\.1), delays, dead, errors])
+        }
+        var retrying = 0, deadCount = 0
+        var handled: Set<Int64> = []
+        for row in rows {
+            handled.insert(try row.decode(0, as: Int64.self))
+            if try row.decode(1, as: String.self) == "dead" { deadCount += 1 } else { retrying += 1 }
+        }
+        let stale = items.map(\.0).filter { !handled.contains($0) }.map { "\"j\($0)\"" }
+        return .jsonText("{\"dead\":\(deadCount),\"retrying\":\(retrying),\"stale\":[\(stale.joined(separator: ","))]}")
+    }
+
+    static func stats(_ context: RequestContext) throws -> Response {
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT count(*) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()),
+                       count(*) FILTER (WHERE state = 'leased'),
+                       count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
+                       count(*) FILTER (WHERE state = 'dead'),
+                       coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0)
+                  FROM jobs WHERE app = $1 AND state IN ('ready', 'leased', 'dead')
+                """, [context.app])
+        }
+        let row = rows[0]
+        return .jsonText("{\"ready\":\(try row.decode(0, as: Int.self)),\"leased\":\(try row.decode(1, as: Int.self)),"
+            + "\"retrying\":\(try row.decode(2, as: Int.self)),\"dead\":\(try row.decode(3, as: Int.self)),"
+            + "\"oldestReadyAgeMs\":\(try row.decode(4, as: Int.self))}")
+    }
+
+    static func dead(_ context: RequestContext) throws -> Response {
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let after = try list.cursor.map { cursor throws(HTTPError) -> Int64 in
+            guard let id = Int64(try Cursor.decode(kind: "dead", fieldCount: 1, cursor)[0]) else {
+                throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
+            }
+            return id
+        }
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT j.id, (\(jobJSON) || jsonb_build_object('lastError', j.last_error))::text FROM jobs j
+                 WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
+                 ORDER BY j.id LIMIT $3
+                """, [context.app, after, list.limit + 1])
+        }
+        let page = rows.prefix(list.limit)
+        let hasMore = rows.count > list.limit
+        var next = "null"
+        if hasMore, let last = page.last { next = "\"" + Cursor.encode(kind: "dead", [try last.decode(0, as: String.self)]) + "\"" }
+        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
+        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
+    }
+
+    static func requeue(_ context: RequestContext) throws -> Response {
+        guard case .array(let values)? = try body(context.request)["ids"] else {
+            throw HTTPError.badRequest("ids must be an array of job ids", field: "ids")
+        }
+        guard values.count <= 1000 else { throw HTTPError.invalidLimit(field: "ids", min: 0, max: 1000) }
+        var ids: [Int64] = []
+        for (index, value) in values.enumerated() { ids.append(try jobID(value, field: "ids[\(index)]")) }
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                UPDATE jobs SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
+                                updated_at = herald_now_ms()
+                 WHERE app = $1 AND id = ANY ($2::bigint[]) AND state = 'dead'
+                """, [context.app, ids])
+        }
+        return .jsonText("{\"requeued\":\(rows.affectedRows)}")
+    }
+}

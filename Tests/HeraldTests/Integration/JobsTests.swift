@@ -1,0 +1,220 @@
+import Foundation
+import Postgres
+import Synchronization
+import Testing
+
+/// SPEC §8–9: jobs produced at ingest, and the jobs API.
+@Suite("Jobs")
+struct JobsTests {
+    let environment: TestEnvironment
+    var client: HTTPClient { environment.client }
+    let past = nowMilliseconds() - 3_600_000
+
+    init() throws {
+        environment = try TestEnvironment.shared()
+    }
+
+    func app(members: [String]) throws -> TestApp {
+        let app = try environment.makeApp(prefix: "jobs")
+        for start in stride(from: 0, to: members.count, by: 1000) {
+            let slice = members[start..<min(members.count, start + 1000)]
+            let joins = slice.enumerated().map { Events.member("join-\($0.element)", "member.joined", uid: $0.element, at: past - 100_000) }
+            #expect(try app.post(joins, client: client).json["accepted"] as? Int == slice.count)
+        }
+        return app
+    }
+
+    func claim(_ app: TestApp, max: Int = 100, lease: Int = 30, wait: Int = 0) throws -> [[String: Any]] {
+        let response = try client.post("/v1/jobs/claim", token: app.workerKey,
+                                       json: #"{"max": \#(max), "leaseSeconds": \#(lease), "waitSeconds": \#(wait)}"#)
+        #expect(response.status == 200, "\(response.text)")
+        return response.json["jobs"] as? [[String: Any]] ?? []
+    }
+
+    func post(_ path: String, _ app: TestApp, _ body: Any) throws -> HTTPResult {
+        try client.post(path, token: app.workerKey, json: Events.json(body))
+    }
+
+    func stats(_ app: TestApp) throws -> [String: Int] {
+        try client.get("/v1/jobs/stats", token: app.workerKey).json as? [String: Int] ?? [:]
+    }
+
+    @Test("a reply produces one job per notified member with reason, templates and badge; redelivery adds none")
+    func producedAtIngest() throws {
+        let app = try app(members: ["alice", "bob", "carol", "dave"])
+        _ = try client.send("PATCH", "/v1/users/dave/preferences", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                            body: Array(#"{"groupPreferences": {"replies": "SUBSCRIBE_TO_SUBSCRIBED_THREADS"}}"#.utf8))
+        let events = [Events.message("e1", id: "m7", sender: "bob", at: past, text: "plan?"),
+                      Events.message("e2", id: "m42", sender: "alice", parent: "m7", at: past + 10, text: "hi", mentions: ["carol"])]
+        _ = try app.post(events, client: client)
+        _ = try app.post(events, client: client)
+        let jobs = try claim(app)
+        let replyJobs = jobs.filter { ($0["data"] as? [String: Any])?["messageId"] as? String == "m42" }
+        #expect(Set(replyJobs.compactMap { $0["recipient"] as? String }) == ["bob", "carol"], "dave only wants subscribed threads")
+        let carol = try #require(replyJobs.first { $0["recipient"] as? String == "carol" })
+        #expect(carol["reason"] as? String == "mention")
+        #expect(carol["kind"] as? String == "reply")
+        #expect(carol["attempt"] as? Int == 1)
+        #expect(carol["app"] as? String == app.id)
+        #expect((carol["event"] as? [String: Any])?["id"] as? String == "e2")
+        let notification = try #require(carol["notification"] as? [String: Any])
+        #expect(notification["title"] as? String == "alice @ g1")
+        #expect(notification["body"] as? String == "alice mentioned you: hi")
+        #expect(notification["tag"] as? String == "m42")
+        #expect(notification["collapseId"] as? String == "m42")
+        #expect(notification["badge"] as? Int == 1)
+        let data = try #require(carol["data"] as? [String: Any])
+        #expect(data["parentMessageId"] as? String == "m7")
+        #expect(data["conversationId"] as? String == "group_g1")
+        #expect(data["sender"] as? String == "alice")
+        #expect((replyJobs.first { $0["recipient"] as? String == "bob" })?["reason"] as? String == "subscribedThread")
+        let rows = try environment.connection().query(
+            "SELECT count(*), count(DISTINCT (event_source, event_id, recipient)) FROM jobs WHERE app = $1", [app.id])
+        #expect(try rows[0].decode(0, as: Int.self) == rows[0].decode(1, as: Int.self), "at most one job per (event, recipient)")
+        #expect(try rows[0].decode(0, as: Int.self) == jobs.count)
+    }
+
+    @Test("privacy templates, muted conversations and custom messages")
+    func templatesAndQuiet() throws {
+        let app = try app(members: ["alice", "bob", "carol"])
+        _ = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                            body: Array(#"{"privacyTemplateMode": "PRIVACY"}"#.utf8))
+        _ = try client.send("PUT", "/v1/users/carol/mutes", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                            body: Array(#"{"conversations": [{"id": "g1", "type": "group", "until": \#(nowMilliseconds() + 600_000)}]}"#.utf8))
+        var custom = Events.message("e2", id: "m2", sender: "alice", at: past + 1)
+        var data = custom["data"] as! [String: Any]
+        data["category"] = "custom"
+        custom["data"] = data
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past, text: "secret"), custom], client: client)
+        let jobs = try claim(app)
+        #expect(jobs.count == 1, "bob only: carol muted the group, the custom message notifies nobody")
+        let notification = try #require(jobs.first?["notification"] as? [String: Any])
+        #expect(notification["title"] as? String == "New message")
+        #expect(notification["body"] as? String == "You have a new message")
+        #expect(!(Events.json(jobs[0])).contains("secret"))
+    }
+
+    @Test("four concurrent claimers over 10,000 jobs get disjoint jobs and every job is acked once")
+    func concurrentClaimers() throws {
+        let members = (0..<101).map { "m\($0)" }
+        let app = try app(members: members)
+        let messages = (0..<100).map { Events.message("e\($0)", id: "msg\($0)", sender: "m0", at: past + Int64($0)) }
+        _ = try app.post(messages, client: client)
+        #expect(try stats(app)["ready"] == 10_000)
+        let claimed = Mutex<[String]>([])
+        let acked = Mutex<Int>(0)
+        let workers = (0..<4).map { _ in
+            Thread.detachNewThreadResult { () -> Bool in
+                let client = environment.client
+                while true {
+                    guard let response = try? client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 100}"#),
+                          let jobs = response.json["jobs"] as? [[String: Any]] else { return false }
+                    if jobs.isEmpty { return true }
+                    let ids = jobs.compactMap { $0["id"] as? String }
+                    claimed.withLock { $0 += ids }
+                    let body = Events.json(["jobs": jobs.map { ["id": $0["id"]!, "attempt": $0["attempt"]!] }])
+                    guard let ack = try? client.post("/v1/jobs/ack", token: app.workerKey, json: body) else { return false }
+                    acked.withLock { $0 += ack.json["acked"] as? Int ?? 0 }
+                }
+            }
+        }
+        for worker in workers { #expect(worker.wait(seconds: 120) == true) }
+        let all = claimed.withLock { $0 }
+        #expect(all.count == 10_000)
+        #expect(Set(all).count == 10_000, "no job was held by two workers")
+        #expect(acked.withLock { $0 } == 10_000)
+        #expect(try stats(app) == ["ready": 0, "leased": 0, "retrying": 0, "dead": 0, "oldestReadyAgeMs": 0])
+    }
+
+    @Test("an expired lease returns the job; the stale ack of the first attempt is refused")
+    func leaseExpiry() throws {
+        let app = try app(members: ["alice", "bob"])
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        let first = try #require(try claim(app, lease: 1).first)
+        #expect(try claim(app).isEmpty, "leased jobs are not handed out twice")
+        usleep(1_200_000)
+        let second = try #require(try claim(app).first)
+        #expect(second["id"] as? String == first["id"] as? String)
+        #expect(second["attempt"] as? Int == 2)
+        let stale = try post("/v1/jobs/ack", app, ["jobs": [["id": first["id"]!, "attempt": 1]]])
+        #expect(stale.json["acked"] as? Int == 0)
+        #expect(stale.json["stale"] as? [String] == [first["id"] as! String])
+        let fresh = try post("/v1/jobs/ack", app, ["jobs": [["id": second["id"]!, "attempt": 2]]])
+        #expect(fresh.json["acked"] as? Int == 1)
+        let again = try post("/v1/jobs/ack", app, ["jobs": [["id": second["id"]!, "attempt": 2]]])
+        #expect(again.json["stale"] as? [String] == [second["id"] as! String], "an acked job is stale")
+    }
+
+    @Test("fail: retry after backoff, dead at maxAttempts or when not retryable, then requeue from 0")
+    func failDeadRequeue() throws {
+        let app = try app(members: ["alice", "bob", "carol"])
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        let jobs = try claim(app)
+        #expect(jobs.count == 2)
+        let retry = try post("/v1/jobs/fail", app, ["jobs": [
+            ["id": jobs[0]["id"]!, "attempt": 1, "error": "push service 503", "retryable": true, "retryAfterSeconds": 0],
+            ["id": jobs[1]["id"]!, "attempt": 1, "error": "token unregistered", "retryable": false],
+        ]])
+        #expect(retry.json["retrying"] as? Int == 1)
+        #expect(retry.json["dead"] as? Int == 1)
+        // Backoff without retryAfterSeconds: the job waits ("retrying") before it is ready again.
+        var job = try #require(try claim(app).first)
+        _ = try post("/v1/jobs/fail", app, ["jobs": [["id": job["id"]!, "attempt": job["attempt"]!, "error": "again"]]])
+        #expect(try stats(app)["retrying"] == 1)
+        #expect(try claim(app).isEmpty)
+        // Attempts up to maxAttempts (8): the eighth failure is dead.
+        try environment.connection().query("UPDATE jobs SET available_at = 0 WHERE app = $1 AND state = 'ready'", [app.id])
+        for attempt in 3...8 {
+            job = try #require(try claim(app).first)
+            #expect(job["attempt"] as? Int == attempt)
+            let failed = try post("/v1/jobs/fail", app, ["jobs": [["id": job["id"]!, "attempt": attempt, "error": "e\(attempt)", "retryAfterSeconds": 0]]])
+            #expect(failed.json[attempt == 8 ? "dead" : "retrying"] as? Int == 1)
+        }
+        #expect(try stats(app)["dead"] == 2)
+        let dead = try client.get("/v1/jobs/dead", token: app.workerKey)
+        let list = dead.json["data"] as? [[String: Any]] ?? []
+        #expect(list.count == 2)
+        #expect(Set(list.compactMap { $0["lastError"] as? String }) == ["token unregistered", "e8"])
+        let requeue = try post("/v1/jobs/dead/requeue", app, ["ids": list.compactMap { $0["id"] as? String }])
+        #expect(requeue.json["requeued"] as? Int == 2)
+        let again = try claim(app)
+        #expect(again.count == 2)
+        #expect(again.allSatisfy { $0["attempt"] as? Int == 1 }, "attempts start again")
+    }
+
+    @Test("deleting a message cancels its unclaimed jobs; a parent's deletion cancels its replies' too")
+    func cancellation() throws {
+        let app = try app(members: ["alice", "bob", "carol"])
+        _ = try app.post([Events.message("e1", id: "m7", sender: "alice", at: past),
+                          Events.message("e2", id: "r1", sender: "bob", parent: "m7", at: past + 1)], client: client)
+        let claimed = try claim(app, max: 1)
+        #expect(claimed.count == 1)
+        _ = try app.post([Events.delete("d1", id: "m7", at: past + 2)], client: client)
+        let rows = try environment.connection().query(
+            "SELECT state, count(*) FROM jobs WHERE app = $1 GROUP BY state ORDER BY state", [app.id])
+        let states = Dictionary(uniqueKeysWithValues: try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int.self)) })
+        #expect(states["leased"] == 1, "a claimed job is the worker's")
+        #expect(states["cancelled"] == 3)
+        #expect(try claim(app).isEmpty)
+    }
+
+    @Test("claim parameters are validated; waitSeconds returns when a job arrives")
+    func claimParameters() throws {
+        let app = try app(members: ["alice", "bob"])
+        for body in [#"{"max": 0}"#, #"{"max": 1001}"#, #"{"leaseSeconds": 0}"#, #"{"waitSeconds": 31}"#, #"{"max": "ten"}"#] {
+            let response = try client.post("/v1/jobs/claim", token: app.workerKey, json: body)
+            #expect(response.status == 400)
+            #expect(response.errorCode == "ERR_INVALID_LIMIT")
+        }
+        let started = Date()
+        let waiting = Thread.detachNewThreadResult { () -> Int in
+            (try? HTTPClient(port: environment.server.port).post("/v1/jobs/claim", token: app.workerKey, json: #"{"waitSeconds": 10}"#))
+                .flatMap { ($0.json["jobs"] as? [Any])?.count } ?? -1
+        }
+        usleep(300_000)
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        #expect(waiting.wait(seconds: 15) == 1)
+        #expect(Date().timeIntervalSince(started) < 5, "woke when the job arrived, not at the end of the wait")
+        #expect(try client.post("/v1/jobs/claim", token: app.ingestKey, json: "{}").status == 403)
+    }
+}
