@@ -22,6 +22,7 @@ public struct Service: Sendable {
         InboxAPI.register(in: &router)
         PreferencesAPI.register(in: &router)
         JobsAPI.register(in: &router)
+        RoutingAPI.register(in: &router)
         self.router = router
     }
 

@@ -12,6 +12,7 @@ struct FactWriter {
     /// The event that brought each message.created, for its jobs.
     private var createdEvents: [[UInt8]: IncomingEvent] = [:]
     private var edits: [DomainEvent.MessageEdited] = []
+    private var editEvents: [IncomingEvent] = []
     private var deletions: [[UInt8]: DomainEvent.MessageDeleted] = [:]
     private var memberships: [DomainEvent.MembershipChange] = []
     private var groupDeletions: [String: Int64] = [:]
@@ -30,6 +31,7 @@ struct FactWriter {
                 }
             case .messageEdited(let m):
                 edits.append(m)
+                editEvents.append(event)
             case .messageDeleted(let m):
                 if let existing = deletions[Array(m.id.utf8)], existing.deletedAt <= m.deletedAt { continue }
                 deletions[Array(m.id.utf8)] = m
@@ -172,6 +174,7 @@ struct FactWriter {
         try Fanout(app: app).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
         }, on: connection)
+        try Fanout(app: app).runEdits(Array(zip(editEvents, edits)).map { (event: $0.0, edit: $0.1) }, on: connection)
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.

@@ -13,6 +13,63 @@ struct Fanout {
         let message: DomainEvent.MessageCreated
     }
 
+    /// message.edited notifies only the users it newly mentions (SPEC §8.1): reason mention, kind
+    /// as the message's, judged now for the edit's event.
+    func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], on connection: PostgresConnection) throws {
+        let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty }
+        guard !withMentions.isEmpty else { return }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let rows = try connection.query("""
+            SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
+                   (SELECT s.subscribed FROM subscriptions s
+                     WHERE s.app = $1 AND s.uid = mn.uid AND s.thread_id = coalesce(m.parent_id, m.id)),
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid),
+                   (SELECT mu.until FROM user_mutes mu
+                     WHERE mu.app = $1 AND mu.uid = mn.uid
+                       AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                       AND mu.conversation_id = coalesce(m.group_id, m.sender))
+              FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS x(id, at, n)
+              JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
+              JOIN mentions mn ON mn.app = $1 AND mn.message_id = x.id AND mn.at = x.at
+             WHERE mn.uid <> m.sender
+               AND NOT coalesce((SELECT mn.uid = ANY (v.mentions) FROM message_versions v
+                                  WHERE v.app = $1 AND v.message_id = x.id AND v.at < x.at AND v.mentions IS NOT NULL
+                                  ORDER BY v.at DESC LIMIT 1), false)
+               AND CASE WHEN m.group_id IS NULL THEN mn.uid IN (m.user_a, m.user_b)
+                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                        WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = mn.uid), false) END
+            """, [app, withMentions.map(\.edit.id), withMentions.map(\.edit.editedAt)])
+        let now = currentTimeMilliseconds()
+        var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
+        for row in rows {
+            let item = withMentions[try row.decode(0, as: Int.self) - 1]
+            let uid = try row.decode(1, as: String.self)
+            let edit = item.edit
+            let message = DomainEvent.MessageCreated(
+                id: edit.id, sender: edit.sender, conversation: edit.conversation, parentID: edit.parentID, parentSender: nil,
+                sentAt: edit.editedAt, category: try row.decode(2, as: String?.self) ?? "message", type: nil,
+                text: try edit.text ?? row.decode(4, as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
+                quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode(3, as: Bool?.self))
+            let preferences = try row.decode(6, as: String?.self)
+                .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+            let decision = Routing.decide(Self.input(message, recipient: uid, subscribed: try row.decode(5), mentionedExplicitly: true,
+                                                     preferences: preferences, settings: settings,
+                                                     mutedUntil: try row.decode(7), now: now))
+            guard decision.notified else { continue }
+            jobs.append((Created(event: item.event, message: message), uid, decision.reason,
+                         Self.privacy(settings: settings, preferences: preferences)))
+        }
+        try insert(jobs, on: connection)
+    }
+
+    static func privacy(settings: AppSettings, preferences: UserPreferences) -> Bool {
+        switch settings.privacyTemplateMode {
+        case .privacy: return true
+        case .default: return false
+        case .userChoice: return preferences.effective("usePrivacyTemplate", app: settings) == .bool(true)
+        }
+    }
+
     func run(_ created: [Created], on connection: PostgresConnection) throws {
         guard !created.isEmpty else { return }
         let settings = try PreferenceStore().settings(app: app, on: connection)
@@ -64,30 +121,19 @@ struct Fanout {
                 preferences = text.flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
                 parsed[uid] = preferences
             }
-            let message = item.message
-            var input = Routing.Input(isReply: message.parentID != nil,
-                                      conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
-            input.silentCustom = message.category == "custom" && message.sendNotification != true
-            input.subscription = subscribed.map { $0 ? .subscribed : .unsubscribed } ?? .none
-            input.mentionedExplicitly = try row.decode(3, as: Bool.self)
-            input.mentionedAll = message.mentionsAll
-            input.quotesRecipient = message.quotedSender == uid
-            input.preferences = Routing.Preferences(user: preferences, app: settings, type: input.conversation)
-            input.mutedUntil = try row.decode(5, as: Int64?.self)
-            input.bypassForMentions = settings.bypassPreferencesForMentions
-            input.bypassForAll = settings.bypassPreferencesForAll
-            input.now = now
-            input.localTime = LocalTime(epochMilliseconds: now, timeZone: input.preferences.timezone)
+            let input = Self.input(item.message, recipient: uid, subscribed: subscribed,
+                                   mentionedExplicitly: try row.decode(3, as: Bool.self), preferences: preferences,
+                                   settings: settings, mutedUntil: try row.decode(5, as: Int64?.self), now: now)
             let decision = Routing.decide(input)
             guard decision.notified else { continue }
-            let privacy: Bool
-            switch settings.privacyTemplateMode {
-            case .privacy: privacy = true
-            case .default: privacy = false
-            case .userChoice: privacy = preferences.effective("usePrivacyTemplate", app: settings) == .bool(true)
-            }
-            jobs.append((item, uid, decision.reason, privacy))
+            jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
         }
+        try insert(jobs, on: connection)
+    }
+
+    /// Inserts jobs with their badges, ignoring (event, recipient) pairs that have one already.
+    func insert(_ jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)],
+                on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
 
         // The badge: each recipient's unread thread count, now that this batch is applied.
@@ -113,6 +159,26 @@ struct Fanout {
             """, [app, jobs.map(\.created.event.source), jobs.map(\.created.event.id), jobs.map(\.created.event.type),
                   jobs.map(\.recipient), jobs.map(\.created.message.id), jobs.map(\.created.message.parentID),
                   jobs.map { $0.created.message.parentID == nil ? "message" : "reply" }, jobs.map(\.reason), payloads])
+    }
+
+    /// The decision's input for one recipient of a message.
+    static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscribed: Bool?, mentionedExplicitly: Bool,
+                      preferences: UserPreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64) -> Routing.Input {
+        var input = Routing.Input(isReply: message.parentID != nil,
+                                  conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
+        input.silentCustom = message.category == "custom" && message.sendNotification != true
+        input.isSender = message.sender == uid
+        input.subscription = subscribed.map { $0 ? .subscribed : .unsubscribed } ?? .none
+        input.mentionedExplicitly = mentionedExplicitly
+        input.mentionedAll = message.mentionsAll
+        input.quotesRecipient = message.quotedSender == uid
+        input.preferences = Routing.Preferences(user: preferences, app: settings, type: input.conversation)
+        input.mutedUntil = mutedUntil
+        input.bypassForMentions = settings.bypassPreferencesForMentions
+        input.bypassForAll = settings.bypassPreferencesForAll
+        input.now = now
+        input.localTime = LocalTime(epochMilliseconds: now, timeZone: input.preferences.timezone)
+        return input
     }
 
     /// `{"notification": {title, body, tag, collapseId, badge}, "data": {…}}` from the default or

@@ -217,4 +217,45 @@ struct JobsTests {
         #expect(Date().timeIntervalSince(started) < 5, "woke when the job arrived, not at the end of the wait")
         #expect(try client.post("/v1/jobs/claim", token: app.ingestKey, json: "{}").status == 403)
     }
+
+    @Test("an edit notifies only the users it newly mentions, with reason mention")
+    func editMentions() throws {
+        let app = try app(members: ["alice", "bob", "carol", "dave"])
+        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+                          Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1, text: "hi", mentions: ["carol"])],
+                         client: client)
+        _ = try claim(app, max: 1000)
+        _ = try app.post([Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["carol", "dave"],
+                                      text: "hi both")], client: client)
+        let jobs = try claim(app)
+        #expect(jobs.count == 1)
+        #expect(jobs.first?["recipient"] as? String == "dave")
+        #expect(jobs.first?["reason"] as? String == "mention")
+        #expect(jobs.first?["kind"] as? String == "reply")
+        #expect((jobs.first?["event"] as? [String: Any])?["type"] as? String == "message.edited")
+        #expect((jobs.first?["notification"] as? [String: Any])?["body"] as? String == "alice mentioned you: hi both")
+    }
+
+    @Test("explain: the decision, its reason, the job id and the steps; 404 for unknown messages")
+    func explain() throws {
+        let app = try app(members: ["alice", "bob", "carol"])
+        _ = try client.send("PUT", "/v1/users/carol/mutes", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                            body: Array(#"{"conversations": [{"id": "g1", "type": "group", "until": \#(nowMilliseconds() + 600_000)}]}"#.utf8))
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        let bob = try client.get("/v1/users/bob/messages/m1/routing", token: app.serverKey)
+        #expect(bob.status == 200)
+        #expect(bob.json["notified"] as? Bool == true)
+        #expect(bob.json["reason"] as? String == "allMessages")
+        #expect((bob.json["jobId"] as? String)?.hasPrefix("j") == true)
+        #expect((bob.json["steps"] as? [String])?.isEmpty == false)
+        let carol = try client.get("/v1/users/carol/messages/m1/routing", token: app.serverKey)
+        #expect(carol.json["notified"] as? Bool == false)
+        #expect(carol.json["reason"] as? String == "MUTE_PREFERENCE")
+        #expect(carol.json["jobId"] is NSNull)
+        #expect(try client.get("/v1/users/alice/messages/m1/routing", token: app.serverKey).json["reason"] as? String == "SENDER")
+        #expect(try client.get("/v1/users/mallory/messages/m1/routing", token: app.serverKey).json["reason"] as? String == "NO_ACCESS")
+        let unknown = try client.get("/v1/users/bob/messages/nope/routing", token: app.serverKey)
+        #expect(unknown.status == 404)
+        #expect(unknown.errorCode == "ERR_MESSAGE_ID_NOT_FOUND")
+    }
 }

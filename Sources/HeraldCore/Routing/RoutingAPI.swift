@@ -1,0 +1,77 @@
+import HTTPServer
+import Postgres
+
+/// SPEC §8.2: `GET /v1/users/{uid}/messages/{messageId}/routing` — why a user did or did not get
+/// a push for a message (server role).
+enum RoutingAPI {
+    static func register(in router: inout Router<Route>) {
+        router.add("GET", "/v1/users/{uid}/messages/{messageId}/routing", Route(access: .server, handler: explain))
+    }
+
+    static func explain(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
+        let app = context.app
+        let json = try context.services.database.withConnection { connection -> String in
+            let rows = try connection.query("""
+                SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
+                       m.category, m.send_notification, m.mentions_all, m.quoted_sender,
+                       CASE WHEN m.group_id IS NULL THEN $2 IN (m.user_a, m.user_b)
+                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                            WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = $2), false) END,
+                       (SELECT s.subscribed FROM subscriptions s
+                         WHERE s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)),
+                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = $2),
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2),
+                       (SELECT mu.until FROM user_mutes mu
+                         WHERE mu.app = $1 AND mu.uid = $2
+                           AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                           AND mu.conversation_id = coalesce(m.group_id, m.sender)),
+                       (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
+                         WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_type = 'message.created'
+                         ORDER BY j.id LIMIT 1)
+                  FROM messages m WHERE m.app = $1 AND m.id = $3 AND m.created_seen AND m.deleted_at IS NULL
+                """, [app, uid, messageID])
+            guard let row = rows.first else {
+                throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
+                                params: ["field": "messageId"])
+            }
+            let sender = try row.decode(0, as: String.self)
+            let groupID = try row.decode(3, as: String?.self)
+            let conversation = try groupID.map(Conversation.group)
+                ?? Conversation.oneOnOne(try row.decode(4, as: String.self), try row.decode(5, as: String.self))
+            let message = DomainEvent.MessageCreated(
+                id: messageID, sender: sender, conversation: conversation, parentID: try row.decode(6), parentSender: nil,
+                sentAt: try row.decode(7), category: try row.decode(8, as: String?.self) ?? "message", type: nil, text: nil,
+                mentions: [], mentionsAll: try row.decode(10), quotedMessageID: nil, quotedSender: try row.decode(11),
+                sendNotification: try row.decode(9))
+            let preferences = try row.decode(15, as: String?.self)
+                .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+            var input = Fanout.input(message, recipient: uid, subscribed: try row.decode(13), mentionedExplicitly: try row.decode(14),
+                                     preferences: preferences, settings: try PreferenceStore().settings(app: app, on: connection),
+                                     mutedUntil: try row.decode(16), now: currentTimeMilliseconds())
+            input.hasAccess = try row.decode(12, as: Bool.self)
+            let decision = Routing.decide(input)
+            var steps = decision.steps
+            var notified = decision.notified
+            var reason = decision.reason
+            var jobID: String?
+            if let text = try row.decode(17, as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
+               case .string(let id)? = job["id"], case .string(let jobReason)? = job["reason"] {
+                steps.insert("job \(id) was produced when the message arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
+                notified = true
+                reason = jobReason
+                jobID = id
+            } else if decision.notified {
+                steps.insert("no job was produced when the message arrived (it predates a preference change, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
+            }
+            var out = "{\"notified\":\(notified),\"reason\":"
+            JSONValue.writeString(reason, to: &out)
+            out += ",\"jobId\":"
+            if let jobID { JSONValue.writeString(jobID, to: &out) } else { out += "null" }
+            out += ",\"steps\":" + JSONValue.array(steps.map(JSONValue.string)).jsonText + "}"
+            return out
+        }
+        return .jsonText(json)
+    }
+}
