@@ -30,8 +30,9 @@ public final class HeraldServer: Sendable {
         if configuration.adminToken == nil {
             logger.warn("HERALD_ADMIN_TOKEN is not set: the admin API refuses every request")
         }
+        let fanout = FanoutWorker(database: database, logger: logger, leaseSeconds: configuration.fanoutLeaseSeconds)
         service = Service(services: Services(configuration: configuration, database: database, logger: logger,
-                                             migrator: migrator))
+                                             migrator: migrator, fanout: fanout))
         let service = self.service
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,
@@ -40,6 +41,7 @@ public final class HeraldServer: Sendable {
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
         try http.start()
         maintenance.start()
+        fanout.start()
         logger.info("listening", ["host": .string(configuration.listenHost), "port": .int(http.port),
                                   "threads": .int(configuration.threads), "schemaVersion": .int(migrator.latestVersion)])
     }
@@ -50,6 +52,7 @@ public final class HeraldServer: Sendable {
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
         http.shutdown(drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))
         maintenance.stop()
+        service.services.fanout.stop()
         database.close()
         service.services.logger.info("stopped")
     }

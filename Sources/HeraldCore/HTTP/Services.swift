@@ -11,8 +11,11 @@ public struct Services: Sendable {
     /// Signs cursors that must not be altered (the inbox's): derived from the admin token, so
     /// every instance of a deployment agrees.
     public let cursorKey: [UInt8]
+    /// Produces large-group jobs in the background; ingest wakes it.
+    public let fanout: FanoutWorker
 
-    public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator) {
+    public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker) {
+        self.fanout = fanout
         self.configuration = configuration
         self.database = database
         self.logger = logger

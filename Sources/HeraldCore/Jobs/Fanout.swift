@@ -70,9 +70,42 @@ struct Fanout {
         }
     }
 
+    /// Jobs of newly created messages: in this transaction for groups up to the app's
+    /// `largeGroupThreshold`; above it, a fan-out task for the background workers.
     func run(_ created: [Created], on connection: PostgresConnection) throws {
         guard !created.isEmpty else { return }
         let settings = try PreferenceStore().settings(app: app, on: connection)
+        let groups = Array(Set(created.compactMap(\.message.conversation.groupID)))
+        var large: Set<String> = []
+        if !groups.isEmpty {
+            for row in try connection.query("""
+                SELECT x.g FROM unnest($2::text[]) AS x(g)
+                 WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
+                                               WHERE gm.app = $1 AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
+                                               LIMIT $3 + 1) c) > $3
+                """, [app, groups, settings.largeGroupThreshold]) {
+                large.insert(try row.decode(0, as: String.self))
+            }
+        }
+        let deferred = created.filter { $0.message.conversation.groupID.map(large.contains) ?? false }
+        if !deferred.isEmpty {
+            try connection.query("""
+                INSERT INTO fanout_tasks (app, event_source, event_id, event_type, message_id)
+                SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x
+                ON CONFLICT (app, event_source, event_id) DO NOTHING
+                """, [app, deferred.map(\.event.source), deferred.map(\.event.id), deferred.map(\.event.type),
+                      deferred.map(\.message.id)])
+        }
+        _ = try produce(created.filter { !($0.message.conversation.groupID.map(large.contains) ?? false) },
+                        settings: settings, after: nil, limit: nil, on: connection)
+    }
+
+    /// Decides and inserts the jobs of `created` for their candidates — all of them, or for one
+    /// message the next `limit` group members after the uid `after` (a fan-out chunk). Returns the
+    /// last member uid looked at (nil when there was none).
+    func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?,
+                 on connection: PostgresConnection) throws -> String? {
+        guard !created.isEmpty else { return nil }
         let rows = try connection.query("""
             WITH m AS (
                 SELECT m.* FROM unnest($2::text[]) AS x(id)
@@ -82,8 +115,10 @@ struct Fanout {
                 SELECT m.id AS message_id, g.uid, m.group_id, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.sent_at
                   FROM m CROSS JOIN LATERAL (
                         SELECT g.uid FROM group_members g
-                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.joined_at > coalesce(g.removed_at, -1) OFFSET 0) g
-                 WHERE m.group_id IS NOT NULL AND g.uid <> m.sender
+                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.joined_at > coalesce(g.removed_at, -1)
+                           AND g.uid <> m.sender AND ($3::text IS NULL OR g.uid COLLATE "C" > $3::text COLLATE "C")
+                         ORDER BY g.uid COLLATE "C" LIMIT $4) g
+                 WHERE m.group_id IS NOT NULL
                 UNION ALL
                 SELECT m.id, CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END, NULL, m.sender,
                        coalesce(m.parent_id, m.id), m.sent_at
@@ -101,8 +136,9 @@ struct Fanout {
               FROM candidates c
               LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
               LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
-            """, [app, created.map(\.message.id)])
-        guard !rows.isEmpty else { return }
+            """, [app, created.map(\.message.id), after, limit])
+        guard !rows.isEmpty else { return nil }
+        var last: String?
 
         let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
         let now = currentTimeMilliseconds()
@@ -112,6 +148,7 @@ struct Fanout {
             let messageID = try row.decode(0, as: String.self)
             guard let item = byID[messageID] else { continue }
             let uid = try row.decode(1, as: String.self)
+            if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
             let subscribed = try row.decode(2, as: Bool?.self)
             let preferences: UserPreferences
             if let cached = parsed[uid] {
@@ -129,6 +166,7 @@ struct Fanout {
             jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
         }
         try insert(jobs, on: connection)
+        return last
     }
 
     /// Inserts jobs with their badges, ignoring (event, recipient) pairs that have one already.

@@ -24,6 +24,9 @@ public struct Configuration: Sendable, Equatable {
     public var ingestMaxInFlight: Int
     /// Days dedupe records (and rejected events) are kept (`HERALD_DEDUPE_RETENTION_DAYS`, 7–3650).
     public var dedupeRetentionDays: Int
+    /// Seconds a large-group fan-out task is leased to one worker (`HERALD_FANOUT_LEASE_SECONDS`):
+    /// after a crash, another instance resumes it this long after the last chunk.
+    public var fanoutLeaseSeconds: Int
     /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
     public var drainTimeoutSeconds: Int
     /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
@@ -34,7 +37,7 @@ public struct Configuration: Sendable, Equatable {
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
-        maxConnections: 1024, idleTimeoutSeconds: 60, ingestMaxInFlight: 12, dedupeRetentionDays: 7, drainTimeoutSeconds: 30, logLevel: .info,
+        maxConnections: 1024, idleTimeoutSeconds: 60, ingestMaxInFlight: 12, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
@@ -51,6 +54,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests at once before 429 (default 3/4 of the threads)"),
         ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
         ("HERALD_DEDUPE_RETENTION_DAYS", "days events are remembered for dedupe (default 7, at least 7)"),
+        ("HERALD_FANOUT_LEASE_SECONDS", "lease of a large-group fan-out task (default 60)"),
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
     ]
@@ -88,6 +92,7 @@ public struct Configuration: Sendable, Equatable {
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
         ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...512) ?? max(1, threads * 3 / 4)
         if let days = try integer("HERALD_DEDUPE_RETENTION_DAYS", 7...3650) { dedupeRetentionDays = days }
+        if let lease = try integer("HERALD_FANOUT_LEASE_SECONDS", 1...3600) { fanoutLeaseSeconds = lease }
         if let drain = try integer("HERALD_DRAIN_TIMEOUT_SECONDS", 0...3_600) { drainTimeoutSeconds = drain }
         if let level = value("HERALD_LOG_LEVEL") {
             guard let parsed = LogLevel(rawValue: level.lowercased()) else {
@@ -100,7 +105,7 @@ public struct Configuration: Sendable, Equatable {
 
     init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
          databasePoolSize: Int, databaseAcquireTimeoutMs: Int, maxBodyBytes: Int, maxConnections: Int,
-         idleTimeoutSeconds: Int, ingestMaxInFlight: Int, dedupeRetentionDays: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
+         idleTimeoutSeconds: Int, ingestMaxInFlight: Int, dedupeRetentionDays: Int, fanoutLeaseSeconds: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
         self.databaseURL = databaseURL
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -113,6 +118,7 @@ public struct Configuration: Sendable, Equatable {
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.ingestMaxInFlight = ingestMaxInFlight
         self.dedupeRetentionDays = dedupeRetentionDays
+        self.fanoutLeaseSeconds = fanoutLeaseSeconds
         self.drainTimeoutSeconds = drainTimeoutSeconds
         self.logLevel = logLevel
         self.migrationsDirectory = migrationsDirectory

@@ -1,0 +1,129 @@
+import Dispatch
+import Postgres
+import Synchronization
+
+/// Produces the jobs of large-group messages outside the request (SPEC §8.3), on a queue of its
+/// own: a task is leased, then worked a chunk of members at a time; each chunk commits its jobs
+/// together with the task's cursor. A worker that dies loses its lease, and whoever takes the
+/// task next resumes from the last committed chunk; jobs stay one per (event, recipient).
+public final class FanoutWorker: Sendable {
+    let database: PostgresPool
+    let logger: Logger
+    let leaseSeconds: Int
+    let chunkSize: Int
+    private let signal = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(database: PostgresPool, logger: Logger, leaseSeconds: Int = 60, chunkSize: Int = 1000) {
+        self.database = database
+        self.logger = logger
+        self.leaseSeconds = leaseSeconds
+        self.chunkSize = chunkSize
+    }
+
+    public func start() {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        DispatchQueue(label: "herald.fanout", qos: .userInitiated).async { [self] in
+            while !stopping.load(ordering: .relaxed) {
+                var worked = false
+                do {
+                    worked = try runTask()
+                } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
+                    worked = false
+                } catch {
+                    logger.error("fan-out failed", ["error": .string(String(describing: error))])
+                }
+                // Idle: wait for a wake-up from ingest, or look again in a second (other instances'
+                // tasks, leases that ran out).
+                if !worked { _ = signal.wait(timeout: .now() + 1) }
+            }
+            finished.signal()
+        }
+    }
+
+    /// Asks the worker to look for tasks now.
+    public func wake() { signal.signal() }
+
+    /// Stops after the chunk in progress; `start()` may run it again.
+    public func stop() {
+        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
+        signal.signal()
+        if finished.wait(timeout: .now() + 30) == .success {
+            stopping.store(false, ordering: .relaxed)
+            running.store(false, ordering: .relaxed)
+        }
+    }
+
+    /// Leases one task and works it to the end; false when there was none.
+    @discardableResult
+    public func runTask() throws -> Bool {
+        let rows = try database.withConnection { connection in
+            try connection.query("""
+                UPDATE fanout_tasks t SET lease_until = herald_now_ms() + $1::bigint * 1000, updated_at = herald_now_ms()
+                  FROM (SELECT app, id FROM fanout_tasks
+                         WHERE NOT done AND (lease_until IS NULL OR lease_until < herald_now_ms())
+                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
+                 WHERE t.app = picked.app AND t.id = picked.id
+                RETURNING t.app, t.id, t.event_source, t.event_id, t.event_type, t.message_id, t.after_uid
+                """, [leaseSeconds])
+        }
+        guard let row = rows.first else { return false }
+        let app = try row.decode(0, as: String.self)
+        let taskID = try row.decode(1, as: Int64.self)
+        let event = IncomingEvent(source: try row.decode(2), id: try row.decode(3), type: try row.decode(4), event: .noEffect)
+        let messageID = try row.decode(5, as: String.self)
+        var after = try row.decode(6, as: String?.self)
+        let started = monotonicNanoseconds()
+        var chunks = 0
+        while !stopping.load(ordering: .relaxed) {
+            let done = try database.withTransaction { connection -> Bool in
+                // Fencing: the chunk counts only if the task is still where this worker left it.
+                let current = try connection.query(
+                    "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
+                guard let state = current.first, try state.decode(1, as: Bool.self) == false,
+                      try state.decode(0, as: String?.self) == after else { return true }
+                guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
+                    try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
+                                         [app, taskID])
+                    return true // deleted meanwhile: nothing to notify
+                }
+                let settings = try PreferenceStore().settings(app: app, on: connection)
+                let last = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                                                        after: after, limit: chunkSize, on: connection)
+                try connection.query("""
+                    UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
+                                            lease_until = herald_now_ms() + $5::bigint * 1000, updated_at = herald_now_ms()
+                     WHERE app = $1 AND id = $2
+                    """, [app, taskID, last, last == nil, leaseSeconds])
+                after = last ?? after
+                return last == nil
+            }
+            chunks += 1
+            if done { break }
+        }
+        logger.info("fan-out task done", ["app": .string(app), "task": .int(Int(taskID)), "chunks": .int(chunks),
+                                           "durationMs": .double(Double(monotonicNanoseconds() - started) / 1_000_000)])
+        return true
+    }
+}
+
+/// A stored message as the fan-out needs it.
+enum StoredMessage {
+    static func load(app: String, id: String, on connection: PostgresConnection) throws -> DomainEvent.MessageCreated? {
+        let rows = try connection.query("""
+            SELECT sender, group_id, user_a, user_b, parent_id, sent_at, category, text, mentions_all, quoted_sender,
+                   send_notification
+              FROM messages WHERE app = $1 AND id = $2 AND created_seen AND deleted_at IS NULL
+            """, [app, id])
+        guard let row = rows.first else { return nil }
+        let conversation = try row.decode(1, as: String?.self).map(Conversation.group)
+            ?? Conversation.oneOnOne(try row.decode(2, as: String.self), try row.decode(3, as: String.self))
+        return DomainEvent.MessageCreated(
+            id: id, sender: try row.decode(0), conversation: conversation, parentID: try row.decode(4), parentSender: nil,
+            sentAt: try row.decode(5), category: try row.decode(6, as: String?.self) ?? "message", type: nil,
+            text: try row.decode(7), mentions: [], mentionsAll: try row.decode(8), quotedMessageID: nil,
+            quotedSender: try row.decode(9), sendNotification: try row.decode(10))
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import Glibc
+import Postgres
+import Testing
+
+/// SPEC §8.3: fan-out above largeGroupThreshold runs outside the request, in chunks, exactly once.
+@Suite("Large-group fan-out", .serialized)
+struct LargeGroupTests {
+    let past = nowMilliseconds() - 3_600_000
+
+    func jobCount(_ connection: PostgresConnection, _ app: String) throws -> (Int, Int) {
+        let rows = try connection.query(
+            "SELECT count(*), count(DISTINCT recipient) FROM jobs WHERE app = $1 AND message_id = 'big'", [app])
+        return (try rows[0].decode(0, as: Int.self), try rows[0].decode(1, as: Int.self))
+    }
+
+    @Test("above the threshold the jobs come from the background worker, one per member")
+    func deferred() throws {
+        let environment = try TestEnvironment.shared()
+        let client = environment.client
+        let app = try environment.makeApp(prefix: "big")
+        _ = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                            body: Array(#"{"largeGroupThreshold": 10}"#.utf8))
+        #expect(try app.setMembers("g1", (0..<50).map { "u\($0)" }, client: client).status == 200)
+        _ = try app.post([Events.message("e1", id: "big", sender: "u0", at: past)], client: client)
+        let connection = try environment.connection()
+        let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = $1", [app.id])
+        #expect(try tasks[0].decode(0, as: Int.self) == 1, "the ingest transaction recorded a task")
+        #expect(eventually(seconds: 20) { (try? jobCount(connection, app.id).0) == 49 })
+        #expect(try jobCount(connection, app.id) == (49, 49))
+        #expect(eventually(seconds: 10) {
+            (try? connection.query("SELECT done FROM fanout_tasks WHERE app = $1", [app.id])[0].decode(0, as: Bool.self)) == true
+        })
+    }
+
+    @Test("a 20,000-member group fan-out completes exactly once when the process is killed midway and restarted")
+    func killedMidway() throws {
+        let environment = try TestEnvironment.shared()
+        let databaseURL = try #require(environment.server.service.services.configuration.databaseURL)
+        let app = try environment.makeApp(prefix: "big20k")
+        let members = (0..<20_000).map { String(format: "member%05d", $0) }
+        #expect(try app.setMembers("g1", members, client: environment.client).json["count"] as? Int == 20_000)
+        // The shared in-process server must not take the task: leave it to the child processes.
+        environment.server.service.services.fanout.stop()
+        defer { environment.server.service.services.fanout.start() }
+
+        let first = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_FANOUT_LEASE_SECONDS": "2"])
+        let started = Date()
+        let response = try app.post([Events.message("e1", id: "big", sender: "member00000", at: past, text: "all hands")],
+                                    client: first.client)
+        #expect(response.json["accepted"] as? Int == 1)
+        let connection = try environment.connection()
+        #expect(eventually(seconds: 60) { ((try? jobCount(connection, app.id).0) ?? 0) >= 3000 })
+        first.signal(SIGKILL)
+        _ = first.wait()
+        let atKill = try jobCount(connection, app.id).0
+        #expect(atKill < 19_999, "killed before the end (\(atKill) jobs)")
+
+        let second = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_FANOUT_LEASE_SECONDS": "2"])
+        #expect(eventually(seconds: 120) { (try? jobCount(connection, app.id).0) == 19_999 })
+        let elapsed = Date().timeIntervalSince(started)
+        usleep(500_000)
+        let (jobs, recipients) = try jobCount(connection, app.id)
+        #expect(jobs == 19_999, "every member but the sender")
+        #expect(recipients == 19_999, "one job each")
+        let task = try connection.query("SELECT done FROM fanout_tasks WHERE app = $1", [app.id])
+        #expect(try task[0].decode(0, as: Bool.self))
+        print("large-group fan-out: 19,999 jobs in \(String(format: "%.1f", elapsed)) s including a kill and a restart")
+        second.signal(SIGTERM)
+        #expect(second.wait() == 0)
+    }
+}
