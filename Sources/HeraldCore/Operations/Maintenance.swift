@@ -3,7 +3,8 @@ import Postgres
 import Synchronization
 
 /// Background housekeeping on a queue of its own (never Swift's cooperative pool): forgets
-/// dedupe records and rejected events older than the retention, in small batches.
+/// dedupe records, rejected events, finished jobs and fan-out tasks older than the retention,
+/// in small batches.
 public final class Maintenance: Sendable {
     public let retentionDays: Int
     let database: PostgresPool
@@ -47,12 +48,16 @@ public final class Maintenance: Sendable {
     @discardableResult
     public func runOnce() throws -> Int {
         var removed = 0
-        for table in ["events", "rejected_events"] {
+        // Finished jobs go with the dedupe records of their events.
+        let targets = [("events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("rejected_events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("jobs", "state IN ('acked', 'cancelled') AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000")]
+        for (table, condition) in targets {
             while true {
                 let rows = try database.withConnection { connection in
                     try connection.query("""
-                        DELETE FROM \(table) WHERE ctid IN (
-                            SELECT ctid FROM \(table) WHERE received_at < herald_now_ms() - $1::bigint * 86400000 LIMIT 5000)
+                        DELETE FROM \(table) WHERE ctid IN (SELECT ctid FROM \(table) WHERE \(condition) LIMIT 5000)
                         """, [retentionDays])
                 }
                 removed += rows.affectedRows
