@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HTTPServer
+import Postgres
 import Secrets
 
 /// `limit` and `cursor` of a list endpoint (SPEC §3).
@@ -20,6 +21,31 @@ public struct ListParameters: Sendable, Equatable {
             limit = defaultLimit
         }
         cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// The position a cursor of list `kind` holds (one field), nil without a cursor.
+    public func position(kind: String) throws(HTTPError) -> String? {
+        try cursor.map { cursor throws(HTTPError) in try Cursor.decode(kind: kind, fieldCount: 1, cursor)[0] }
+    }
+
+    /// The position as an integer (a sequence number or id).
+    public func integerPosition(kind: String) throws(HTTPError) -> Int64? {
+        guard let text = try position(kind: kind) else { return nil }
+        guard let value = Int64(text) else { throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor") }
+        return value
+    }
+
+    /// The list envelope from rows fetched with `LIMIT limit + 1` whose column 0 is the position
+    /// and column 1 the item's JSON text (built by PostgreSQL).
+    public func page(_ rows: PostgresRows, kind: String) throws -> Response {
+        let page = rows.prefix(limit)
+        let hasMore = rows.count > limit
+        var next = "null"
+        if hasMore, let last = page.last {
+            next = "\"" + Cursor.encode(kind: kind, [try last.decode(0, as: String.self)]) + "\""
+        }
+        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
+        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
     }
 }
 

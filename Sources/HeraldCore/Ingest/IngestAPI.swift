@@ -46,12 +46,7 @@ enum IngestAPI {
     /// Rejected events, newest first, built as JSON by PostgreSQL.
     static func listRejected(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
-        let before = try list.cursor.map { cursor throws(HTTPError) -> Int64 in
-            guard let seq = Int64(try Cursor.decode(kind: "rejected", fieldCount: 1, cursor)[0]) else {
-                throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
-            }
-            return seq
-        }
+        let before = try list.integerPosition(kind: "rejected")
         let services = context.services
         let rows = try services.database.withConnection { connection in
             try connection.query("""
@@ -62,14 +57,7 @@ enum IngestAPI {
                  ORDER BY seq DESC LIMIT $3
                 """, [context.app, before, list.limit + 1])
         }
-        let page = rows.prefix(list.limit)
-        let hasMore = rows.count > list.limit
-        var next = "null"
-        if hasMore, let last = page.last {
-            next = "\"" + Cursor.encode(kind: "rejected", [try last.decode(0, as: String.self)]) + "\""
-        }
-        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
-        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
+        return try list.page(rows, kind: "rejected")
     }
 }
 

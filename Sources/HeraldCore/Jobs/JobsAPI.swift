@@ -189,12 +189,7 @@ enum JobsAPI {
 
     static func dead(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
-        let after = try list.cursor.map { cursor throws(HTTPError) -> Int64 in
-            guard let id = Int64(try Cursor.decode(kind: "dead", fieldCount: 1, cursor)[0]) else {
-                throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
-            }
-            return id
-        }
+        let after = try list.integerPosition(kind: "dead")
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
                 SELECT j.id, (\(jobJSON) || jsonb_build_object('lastError', j.last_error))::text FROM jobs j
@@ -202,12 +197,7 @@ enum JobsAPI {
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])
         }
-        let page = rows.prefix(list.limit)
-        let hasMore = rows.count > list.limit
-        var next = "null"
-        if hasMore, let last = page.last { next = "\"" + Cursor.encode(kind: "dead", [try last.decode(0, as: String.self)]) + "\"" }
-        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
-        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
+        return try list.page(rows, kind: "dead")
     }
 
     static func requeue(_ context: RequestContext) throws -> Response {

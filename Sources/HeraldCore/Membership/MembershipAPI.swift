@@ -74,7 +74,7 @@ enum MembershipAPI {
     static func list(_ context: RequestContext) throws -> Response {
         let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
         let list = try ListParameters(context.request, defaultLimit: 100)
-        let after = try list.cursor.map { cursor throws(HTTPError) in try Cursor.decode(kind: "members", fieldCount: 1, cursor)[0] }
+        let after = try list.position(kind: "members")
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
                 SELECT uid, jsonb_build_object('uid', uid, 'since', joined_at)::text FROM group_members
@@ -83,13 +83,6 @@ enum MembershipAPI {
                  ORDER BY uid LIMIT $4
                 """, [context.app, guid, after, list.limit + 1])
         }
-        let page = rows.prefix(list.limit)
-        let hasMore = rows.count > list.limit
-        var next = "null"
-        if hasMore, let last = page.last {
-            next = "\"" + Cursor.encode(kind: "members", [try last.decode(0, as: String.self)]) + "\""
-        }
-        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
-        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
+        return try list.page(rows, kind: "members")
     }
 }

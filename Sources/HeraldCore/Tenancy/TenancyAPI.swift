@@ -30,9 +30,7 @@ enum TenancyAPI {
 
     static func listApps(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
-        let after = try list.cursor.map { cursor throws(HTTPError) in
-            try Cursor.decode(kind: "apps", fieldCount: 1, cursor)[0]
-        }
+        let after = try list.position(kind: "apps")
         let services = context.services
         let apps = try services.database.withConnection {
             try services.tenancy.listApps(after: after, limit: list.limit + 1, on: $0)
