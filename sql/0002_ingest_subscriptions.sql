@@ -55,7 +55,7 @@ CREATE TABLE messages (
     PRIMARY KEY (app, id)
 );
 CREATE INDEX messages_replies_by_sender ON messages (app, parent_id, sender, sent_at) WHERE parent_id IS NOT NULL;
-CREATE INDEX messages_replies_by_time ON messages (app, parent_id, sent_at DESC, id DESC) WHERE parent_id IS NOT NULL;
+CREATE INDEX messages_replies_by_time ON messages (app, parent_id, sent_at DESC, (id COLLATE "C") DESC) WHERE parent_id IS NOT NULL;
 CREATE INDEX messages_group_sender ON messages (app, group_id, sender, sent_at) WHERE group_id IS NOT NULL AND created_seen;
 
 -- Each version of a message (created at sentAt, each edit at editedAt) with its explicit mentions.
@@ -197,7 +197,7 @@ CREATE FUNCTION herald_refresh_threads(p_app text, p_threads text[]) RETURNS voi
                           WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen LIMIT 1) any_reply ON true
       LEFT JOIN LATERAL (SELECT r.id, r.sender, r.sent_at, r.text FROM messages r
                           WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen AND r.deleted_at IS NULL
-                          ORDER BY r.sent_at DESC, r.id DESC LIMIT 1) last ON true
+                          ORDER BY r.sent_at DESC, r.id COLLATE "C" DESC LIMIT 1) last ON true
       LEFT JOIN LATERAL (SELECT d.deleted_at FROM deleted_groups d
                           WHERE d.app = p_app AND d.group_id = coalesce(parent.group_id, any_reply.group_id)) dg ON true
      WHERE parent.id IS NOT NULL OR any_reply.conversation_id IS NOT NULL

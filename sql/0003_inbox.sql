@@ -54,8 +54,13 @@ CREATE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_threads text[]
                     WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.sender = k.uid AND r.created_seen
                     ORDER BY r.sent_at DESC, r.id COLLATE "C" DESC LIMIT 1)
                   UNION ALL
-                  -- mentioned: the mentioning reply and later ones are unread
-                  SELECT k.since, '' WHERE k.subscribed AND k.reason = 'mention'
+                  -- mentioned: the mentioning reply and later ones are unread (for a mention added by
+                  -- an edit, the reply's own time, not the edit's)
+                  SELECT coalesce((SELECT min(m.sent_at) FROM mentions mn
+                                     JOIN messages m ON m.app = p_app AND m.id = mn.message_id
+                                    WHERE mn.app = p_app AND mn.thread_id = k.thread_id AND mn.uid = k.uid
+                                      AND mn.at = k.since), k.since), ''
+                   WHERE k.subscribed AND k.reason = 'mention'
               ) c ORDER BY at DESC, id COLLATE "C" DESC LIMIT 1
           ) p ON true
     )

@@ -196,6 +196,7 @@ enum InboxAPI {
                              WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.unread_replies > 0
                                AND ($3::text IS NULL OR s.conversation_id = $3)
                                AND t.app = s.app AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
+                               AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id) < (t.last_reply_at, t.last_reply_id COLLATE "C"))
                                AND (CASE WHEN t.group_id IS NOT NULL THEN 'g:' || t.group_id ELSE 't:' || t.parent_id END)
                                    = ANY ($4::text[])
                             RETURNING s.thread_id

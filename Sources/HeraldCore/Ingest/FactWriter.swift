@@ -83,8 +83,9 @@ struct FactWriter {
                 }
             }
         }
+        var freshEditVersions: Set<[UInt8]> = []
         if !edits.isEmpty {
-            try insertEdits(on: connection)
+            freshEditVersions = try insertEdits(on: connection)
             for m in edits {
                 touchedThreads.insert(m.threadID)
                 touchedMessages.insert(m.id)
@@ -170,11 +171,20 @@ struct FactWriter {
                  WHERE app = $1 AND state = 'ready' AND (message_id = ANY ($2::text[]) OR parent_message_id = ANY ($2::text[]))
                 """, [app, deletions.values.map(\.id)])
         }
+        if !groupDeletions.isEmpty {
+            try connection.query("""
+                UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
+                  FROM messages m
+                 WHERE j.app = $1 AND j.state = 'ready' AND m.app = $1 AND m.id = j.message_id AND m.group_id = ANY ($2::text[])
+                """, [app, Array(groupDeletions.keys)])
+        }
         // Jobs, after subscriptions and unread counts include this batch.
         try Fanout(app: app).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
         }, on: connection)
-        try Fanout(app: app).runEdits(Array(zip(editEvents, edits)).map { (event: $0.0, edit: $0.1) }, on: connection)
+        try Fanout(app: app).runEdits(zip(editEvents, edits).filter { _, edit in
+            freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
+        }.map { (event: $0.0, edit: $0.1) }, on: connection)
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.
@@ -222,7 +232,8 @@ struct FactWriter {
         return fresh
     }
 
-    private func insertEdits(on connection: PostgresConnection) throws {
+    /// Stores edits; returns the (message id, time) keys of the versions that were new.
+    private func insertEdits(on connection: PostgresConnection) throws -> Set<[UInt8]> {
         let e = edits
         // An edit seen before its message.created leaves a placeholder row with what it knows.
         try connection.query("""
@@ -233,14 +244,20 @@ struct FactWriter {
             """, [app, e.map(\.id), e.map(\.conversation.id), e.map(\.conversation.receiverType), e.map(\.conversation.groupID),
                   e.map(\.conversation.userA), e.map(\.conversation.userB), e.map(\.sender), e.map(\.parentID)])
         // An edit that does not list mentions stores null: the mentions in force before it stay.
-        try connection.query("""
+        let versions = try connection.query("""
             INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
             SELECT $1, x.id, x.at,
                    CASE WHEN x.mentions IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)) END,
                    x.mentions_all, x.text
               FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[]) AS x(id, at, mentions, mentions_all, text)
             ON CONFLICT DO NOTHING
+            RETURNING message_id, at
             """, [app, e.map(\.id), e.map(\.editedAt), e.map { $0.mentions.map(Self.jsonArray) }, e.map(\.mentionsAll), e.map(\.text)])
+        // Only a version seen for the first time notifies (not a republished edit).
+        var fresh: Set<[UInt8]> = []
+        for row in versions {
+            fresh.insert(Array(try row.decode(0, as: String.self).utf8) + [0] + Array(String(try row.decode(1, as: Int64.self)).utf8))
+        }
         var ids: [String] = [], at: [Int64] = [], uids: [String] = [], conversations: [String] = [], threads: [String] = []
         for edit in e {
             for uid in edit.mentions ?? [] {
@@ -249,6 +266,7 @@ struct FactWriter {
             }
         }
         try insertMentions(ids: ids, at: at, uids: uids, conversations: conversations, threads: threads, on: connection)
+        return fresh
     }
 
     private func insertVersions(ids: [String], at: [Int64], mentions: [[String]], mentionsAll: [Bool], texts: [String?],

@@ -46,7 +46,12 @@ public struct IngestStore: Sendable {
         try connection.withTransaction { connection in
             if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
             guard !candidates.isEmpty else { return }
-            candidates = try resolveThreads(candidates, app: app, on: connection)
+            let original = candidates
+            candidates = try resolveThreads(original, app: app, on: connection)
+            try lock(candidates.map(\.event), app: app, on: connection)
+            // Resolve again under the locks (a reply may have arrived meanwhile); a thread learned
+            // only now is locked too (advisory locks stack, so keys held already cost nothing).
+            candidates = try resolveThreads(original, app: app, on: connection)
             try lock(candidates.map(\.event), app: app, on: connection)
             let fresh = try connection.query("""
                 INSERT INTO events (app, source, id, type)

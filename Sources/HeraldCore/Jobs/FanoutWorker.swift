@@ -84,6 +84,10 @@ public final class FanoutWorker: Sendable {
                     "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
                 guard let state = current.first, try state.decode(1, as: Bool.self) == false,
                       try state.decode(0, as: String?.self) == after else { return true }
+                // Under the conversation's lock, as ingest: a deletion cannot slip past this chunk.
+                if let group = try StoredMessage.group(app: app, id: messageID, on: connection) {
+                    try IngestStore.lock(keys: ["g:" + group], app: app, on: connection)
+                }
                 guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
                     try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
                                          [app, taskID])
@@ -111,11 +115,18 @@ public final class FanoutWorker: Sendable {
 
 /// A stored message as the fan-out needs it.
 enum StoredMessage {
+    static func group(app: String, id: String, on connection: PostgresConnection) throws -> String? {
+        try connection.query("SELECT group_id FROM messages WHERE app = $1 AND id = $2", [app, id]).first?.decode(0, as: String?.self)
+    }
+
+    /// The message, unless it or its thread was deleted.
     static func load(app: String, id: String, on connection: PostgresConnection) throws -> DomainEvent.MessageCreated? {
         let rows = try connection.query("""
-            SELECT sender, group_id, user_a, user_b, parent_id, sent_at, category, text, mentions_all, quoted_sender,
-                   send_notification
-              FROM messages WHERE app = $1 AND id = $2 AND created_seen AND deleted_at IS NULL
+            SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at, m.category, m.text, m.mentions_all,
+                   m.quoted_sender, m.send_notification
+              FROM messages m
+              JOIN threads t ON t.app = m.app AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL
+             WHERE m.app = $1 AND m.id = $2 AND m.created_seen AND m.deleted_at IS NULL
             """, [app, id])
         guard let row = rows.first else { return nil }
         let conversation = try row.decode(1, as: String?.self).map(Conversation.group)

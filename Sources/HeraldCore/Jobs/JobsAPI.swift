@@ -1,6 +1,7 @@
 import Glibc
 import HTTPServer
 import Postgres
+import Synchronization
 
 /// SPEC §9: the jobs API for push senders (worker and server roles).
 enum JobsAPI {
@@ -48,11 +49,26 @@ enum JobsAPI {
         return id
     }
 
+    /// Long polls hold an HTTP thread (and stall the other connections that thread serves), so
+    /// only a few may wait at once; the others answer at once with what there is.
+    static let waiting = Atomic<Int>(0)
+
     static func claim(_ context: RequestContext) throws -> Response {
         let object = try body(context.request)
         let max = try integer(object, "max", default: 100, range: 1...1000)
         let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
-        let wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
+        var wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
+        let waitSlots = Swift.max(1, context.services.configuration.threads / 8)
+        var holdsSlot = false
+        if wait > 0 {
+            if waiting.add(1, ordering: .relaxed).newValue <= waitSlots {
+                holdsSlot = true
+            } else {
+                waiting.subtract(1, ordering: .relaxed)
+                wait = 0
+            }
+        }
+        defer { if holdsSlot { waiting.subtract(1, ordering: .relaxed) } }
         let app = context.app
         let deadline = monotonicNanoseconds() + UInt64(wait) * 1_000_000_000
         var delay: UInt32 = 20_000
@@ -95,7 +111,7 @@ enum JobsAPI {
         for (index, item) in items.enumerated() {
             guard case .object(let entry) = item else { throw HTTPError.badRequest("jobs[\(index)] must be an object", field: "jobs[\(index)]") }
             let id = try jobID(entry["id"], field: "jobs[\(index)].id")
-            guard case .int(let attempt)? = entry["attempt"], attempt >= 1 else {
+            guard case .int(let attempt)? = entry["attempt"], attempt >= 1, attempt <= Int(Int32.max) else {
                 throw HTTPError.badRequest("jobs[\(index)].attempt must be a positive integer", field: "jobs[\(index)].attempt")
             }
             result.append((id, attempt, entry))
@@ -173,8 +189,9 @@ enum JobsAPI {
     static func stats(_ context: RequestContext) throws -> Response {
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
-                SELECT count(*) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()),
-                       count(*) FILTER (WHERE state = 'leased'),
+                SELECT count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
+                                          OR (state = 'leased' AND lease_until <= herald_now_ms())),
+                       count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()),
                        count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
                        count(*) FILTER (WHERE state = 'dead'),
                        coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0)
@@ -210,7 +227,9 @@ enum JobsAPI {
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
                 UPDATE jobs SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
-                                updated_at = herald_now_ms()
+                                updated_at = herald_now_ms(),
+                                -- a new id: a worker still holding the old one cannot ack or fail the new life
+                                id = nextval('jobs_id_seq')
                  WHERE app = $1 AND id = ANY ($2::bigint[]) AND state = 'dead'
                 """, [context.app, ids])
         }

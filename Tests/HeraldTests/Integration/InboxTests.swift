@@ -309,4 +309,14 @@ struct InboxTests {
         #expect(rows(try inbox(app, "alice")).compactMap { $0["parentMessageId"] as? String } == ["m7"])
         #expect(try totals(app, "alice") == (0, 0))
     }
+
+    @Test("a mention added by an edit leaves the mentioning reply unread")
+    func mentionByEdit() throws {
+        let app = try app()
+        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+                          Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1),
+                          Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 2)], client: client)
+        _ = try app.post([Events.edit("e4", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["dave"])], client: client)
+        #expect(try unread(app, "dave", "m7")! == (2, 1), "r1 (mentioning dave) and r2 are unread")
+    }
 }

@@ -175,11 +175,17 @@ struct JobsTests {
         let list = dead.json["data"] as? [[String: Any]] ?? []
         #expect(list.count == 2)
         #expect(Set(list.compactMap { $0["lastError"] as? String }) == ["token unregistered", "e8"])
-        let requeue = try post("/v1/jobs/dead/requeue", app, ["ids": list.compactMap { $0["id"] as? String }])
+        let oldIDs = list.compactMap { $0["id"] as? String }
+        let requeue = try post("/v1/jobs/dead/requeue", app, ["ids": oldIDs])
         #expect(requeue.json["requeued"] as? Int == 2)
         let again = try claim(app)
         #expect(again.count == 2)
         #expect(again.allSatisfy { $0["attempt"] as? Int == 1 }, "attempts start again")
+        #expect(Set(again.compactMap { $0["id"] as? String }).isDisjoint(with: oldIDs), "a requeued job has a new id")
+        let oldAck = try post("/v1/jobs/ack", app, ["jobs": oldIDs.map { ["id": $0, "attempt": 1] }])
+        #expect(oldAck.json["acked"] as? Int == 0, "a worker holding the old life cannot ack the new one")
+        let huge = try post("/v1/jobs/ack", app, ["jobs": [["id": oldIDs[0], "attempt": 3_000_000_000]]])
+        #expect(huge.status == 400)
     }
 
     @Test("deleting a message cancels its unclaimed jobs; a parent's deletion cancels its replies' too")
@@ -257,5 +263,27 @@ struct JobsTests {
         let unknown = try client.get("/v1/users/bob/messages/nope/routing", token: app.serverKey)
         #expect(unknown.status == 404)
         #expect(unknown.errorCode == "ERR_MESSAGE_ID_NOT_FOUND")
+    }
+
+    @Test("a republished edit notifies nobody again; deleted threads and groups produce and keep no jobs")
+    func noStrayJobs() throws {
+        let app = try app(members: ["alice", "bob", "carol", "dave"])
+        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+                          Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1)], client: client)
+        _ = try claim(app, max: 1000)
+        let edit = Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["dave"])
+        var republished = edit
+        republished["id"] = "e3-again"
+        _ = try app.post([edit], client: client)
+        _ = try app.post([republished], client: client)
+        #expect(try claim(app).count == 1, "one job for dave, not two")
+        // A reply to a deleted parent notifies nobody.
+        _ = try app.post([Events.delete("d1", id: "m7", at: past + 200),
+                          Events.message("e4", id: "r2", sender: "carol", parent: "m7", at: past + 300)], client: client)
+        #expect(try claim(app).isEmpty)
+        // group.deleted cancels jobs not yet claimed.
+        _ = try app.post([Events.message("e5", id: "m8", sender: "bob", at: past + 400)], client: client)
+        _ = try app.post([Events.event("e6", "group.deleted", ["guid": "g1", "at": past + 500])], client: client)
+        #expect(try claim(app).isEmpty)
     }
 }
