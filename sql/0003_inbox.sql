@@ -83,6 +83,11 @@ CREATE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_threads text[]
              AND (r.sent_at, r.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808), coalesce(p.read_id, '') COLLATE "C")
       ) c ON true
      WHERE s.app = p_app AND s.uid = p.uid AND s.thread_id = p.thread_id
+       AND (s.conversation_id, s.read_at, s.read_id, s.activity_at, s.visible, s.unread_replies, s.unread_mentions)
+           IS DISTINCT FROM
+           (p.conversation_id, p.read_at, p.read_id, coalesce(p.last_reply_at, p.parent_sent_at, p.since, 0),
+            p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
+            coalesce(c.replies, 0), coalesce(c.mentions, 0))
 $$;
 
 -- After threads changed (new replies, deletions, deleted threads): activity and visibility of
@@ -99,6 +104,12 @@ CREATE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[]) RETURNS
       FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) k
       CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
      WHERE s.app = p_app AND s.thread_id = k.thread_id
+       AND (s.conversation_id IS DISTINCT FROM t.conversation_id
+            OR s.activity_at IS DISTINCT FROM coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0)
+            OR NOT s.visible IS NOT DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END))
 $$;
 
 -- After membership changed for (group, uid) pairs: visibility of those users' rows in those groups.

@@ -75,11 +75,18 @@ struct FactWriter {
                 }
             }
             // Only a message seen for the first time is membership evidence (a republished one
-            // with another time is not).
-            for m in fresh {
-                if let guid = m.conversation.groupID {
-                    evidenceGroups.append(guid)
-                    evidenceUsers.append(m.sender)
+            // with another time is not), and it changes something only for a sender who was not
+            // already a member since before it: for an active member, nothing needs recomputing.
+            let senders = fresh.filter { $0.conversation.groupID != nil }
+            if !senders.isEmpty {
+                for row in try connection.query("""
+                    SELECT DISTINCT x.g, x.u FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x(g, u, t)
+                     WHERE NOT EXISTS (SELECT 1 FROM group_members gm
+                                        WHERE gm.app = $1 AND gm.group_id = x.g AND gm.uid = x.u AND gm.joined_at <= x.t
+                                          AND (gm.removed_at IS NULL OR gm.removed_at < gm.joined_at))
+                    """, [app, senders.map { $0.conversation.groupID! }, senders.map(\.sender), senders.map(\.sentAt)]) {
+                    evidenceGroups.append(try row.decode(0, as: String.self))
+                    evidenceUsers.append(try row.decode(1, as: String.self))
                 }
             }
         }
