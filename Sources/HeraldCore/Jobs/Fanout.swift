@@ -109,10 +109,13 @@ struct Fanout {
         let rows = try connection.query("""
             WITH m AS (
                 SELECT m.* FROM unnest($2::text[]) AS x(id)
-                  CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL OFFSET 0) m
-                 -- a message in a deleted thread or group notifies nobody
-                 WHERE EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = coalesce(m.parent_id, m.id)
-                                                         AND t.deleted_at IS NULL)
+                  -- one message at a time through its key (OFFSET 0 keeps the planner from turning the
+                  -- thread check into a scan of every thread); a deleted thread or group notifies nobody
+                  CROSS JOIN LATERAL (SELECT * FROM messages m
+                                       WHERE m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
+                                         AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1
+                                                        AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL)
+                                      OFFSET 0) m
             ),
             candidates AS (
                 SELECT m.id AS message_id, g.uid, m.group_id, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.sent_at
