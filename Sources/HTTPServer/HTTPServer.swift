@@ -177,6 +177,9 @@ private final class RequestState {
     var body: [UInt8] = []
     var bodyTooLarge = false
     let startedAt: UInt64
+    /// Set while the responder answers later; the request id to send with that answer.
+    var deferral: Deferral?
+    var requestID = ""
 
     init(startedAt: UInt64) { self.startedAt = startedAt }
 }
@@ -253,6 +256,12 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
         return .YES
     }
 
+    // A deferred answer is ready: the connection was resumed.
+    if let deferral = state.deferral {
+        guard let response = deferral.response else { return .YES }
+        return queue(response, requestID: state.requestID, server: server, connection: connection)
+    }
+
     // Last call: the whole request is here.
     let headers = ValueCollector(lowercaseKeys: true)
     let query = ValueCollector(lowercaseKeys: false)
@@ -266,11 +275,24 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
         body: state.body,
         bodyTooLarge: state.bodyTooLarge,
         id: makeRequestID(headers.values["x-request-id"]),
-        startedAt: state.startedAt
+        startedAt: state.startedAt,
+        deferral: Deferral(connection: connection)
     )
     state.body = []
-    var response = server.responder(request)
-    response.headers.append(("X-Request-Id", request.id))
+    let response = server.responder(request)
+    if response.isDeferred, let deferral = request.deferral {
+        state.deferral = deferral
+        state.requestID = request.id
+        guard let ready = deferral.suspendUnlessComplete() else { return .YES }
+        return queue(ready, requestID: request.id, server: server, connection: connection)
+    }
+    return queue(response, requestID: request.id, server: server, connection: connection)
+}
+
+/// Sends a response with the request id (and `Connection: close` while draining).
+private func queue(_ original: Response, requestID: String, server: HTTPServer, connection: OpaquePointer) -> MHD_Result {
+    var response = original
+    response.headers.append(("X-Request-Id", requestID))
     if server.draining.load(ordering: .relaxed) {
         response.headers.append(("Connection", "close"))
     }

@@ -16,9 +16,12 @@ public struct Request: Sendable {
     public let id: String
     /// When the server began reading the request, in monotonic nanoseconds.
     public let startedAt: UInt64
+    /// For answering later (long polls); nil outside a server.
+    public let deferral: Deferral?
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
-                body: [UInt8] = [], bodyTooLarge: Bool = false, id: String = "test", startedAt: UInt64 = 0) {
+                body: [UInt8] = [], bodyTooLarge: Bool = false, id: String = "test", startedAt: UInt64 = 0,
+                deferral: Deferral? = nil) {
         self.method = method
         self.path = path
         self.query = query
@@ -29,6 +32,7 @@ public struct Request: Sendable {
         self.bodyTooLarge = bodyTooLarge
         self.id = id
         self.startedAt = startedAt
+        self.deferral = deferral
     }
 
     /// A header's value by case-insensitive name.

@@ -31,8 +31,9 @@ public final class HeraldServer: Sendable {
             logger.warn("HERALD_ADMIN_TOKEN is not set: the admin API refuses every request")
         }
         let fanout = FanoutWorker(database: database, logger: logger, leaseSeconds: configuration.fanoutLeaseSeconds)
+        let jobWaiter = JobWaiter(database: database)
         service = Service(services: Services(configuration: configuration, database: database, logger: logger,
-                                             migrator: migrator, fanout: fanout))
+                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter))
         let service = self.service
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,
@@ -42,6 +43,7 @@ public final class HeraldServer: Sendable {
         try http.start()
         maintenance.start()
         fanout.start()
+        jobWaiter.start()
         logger.info("listening", ["host": .string(configuration.listenHost), "port": .int(http.port),
                                   "threads": .int(configuration.threads), "schemaVersion": .int(migrator.latestVersion)])
     }
@@ -50,6 +52,8 @@ public final class HeraldServer: Sendable {
     public func shutdown() {
         let configuration = service.services.configuration
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
+        // Waiting claims are answered first, so that they do not hold the drain.
+        service.services.jobWaiter.stop()
         http.shutdown(drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))
         maintenance.stop()
         service.services.fanout.stop()

@@ -52,7 +52,15 @@ public struct Service: Sendable {
                 response = errorResponse(error, request: request, pattern: pattern)
             }
         }
-        logRequest(request, pattern: pattern, principal: principal, status: response.status)
+        if response.isDeferred, let deferral = request.deferral {
+            // Logged when the answer is sent.
+            let service = self
+            let matched = pattern
+            let caller = principal
+            deferral.onComplete { final in service.logRequest(request, pattern: matched, principal: caller, status: final.status) }
+        } else {
+            logRequest(request, pattern: pattern, principal: principal, status: response.status)
+        }
         return response
     }
 

@@ -13,9 +13,13 @@ public struct Services: Sendable {
     public let cursorKey: [UInt8]
     /// Produces large-group jobs in the background; ingest wakes it.
     public let fanout: FanoutWorker
+    /// Holds long-poll claims; ingest wakes it.
+    public let jobWaiter: JobWaiter
 
-    public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker) {
+    public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
+                jobWaiter: JobWaiter) {
         self.fanout = fanout
+        self.jobWaiter = jobWaiter
         self.configuration = configuration
         self.database = database
         self.logger = logger

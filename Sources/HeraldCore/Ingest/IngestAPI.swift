@@ -17,7 +17,10 @@ enum IngestAPI {
         let outcomes = try services.database.withConnection { connection in
             try IngestStore().apply(items, app: context.app, on: connection)
         }
-        if outcomes.contains(where: { $0.status == .accepted }) { services.fanout.wake() }
+        if outcomes.contains(where: { $0.status == .accepted }) {
+            services.fanout.wake()
+            services.jobWaiter.wake()
+        }
         var accepted = 0, duplicates = 0, rejected = 0
         var results = ""
         results.reserveCapacity(outcomes.count * 64)

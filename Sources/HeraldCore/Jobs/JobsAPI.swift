@@ -1,7 +1,5 @@
-import Glibc
 import HTTPServer
 import Postgres
-import Synchronization
 
 /// SPEC §9: the jobs API for push senders (worker and server roles).
 enum JobsAPI {
@@ -49,58 +47,43 @@ enum JobsAPI {
         return id
     }
 
-    /// Long polls hold an HTTP thread (and stall the other connections that thread serves), so
-    /// only a few may wait at once; the others answer at once with what there is.
-    static let waiting = Atomic<Int>(0)
-
     static func claim(_ context: RequestContext) throws -> Response {
         let object = try body(context.request)
         let max = try integer(object, "max", default: 100, range: 1...1000)
         let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
-        var wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
-        let waitSlots = Swift.max(1, context.services.configuration.threads / 8)
-        var holdsSlot = false
-        if wait > 0 {
-            if waiting.add(1, ordering: .relaxed).newValue <= waitSlots {
-                holdsSlot = true
-            } else {
-                waiting.subtract(1, ordering: .relaxed)
-                wait = 0
-            }
+        let wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
+        let (count, response) = try claimOnce(app: context.app, max: max, leaseSeconds: lease, database: context.services.database)
+        guard count == 0, wait > 0, let deferral = context.request.deferral else { return response }
+        // Nothing yet: the connection waits without a server thread until jobs come or time is up.
+        context.services.jobWaiter.wait(.init(app: context.app, max: max, leaseSeconds: lease,
+                                              deadline: monotonicNanoseconds() + UInt64(wait) * 1_000_000_000,
+                                              deferral: deferral))
+        return .deferred
+    }
+
+    /// One claim: returns expired leases to the queue, then leases up to `max` ready jobs.
+    static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool) throws -> (Int, Response) {
+        let rows = try database.withTransaction { connection in
+            try connection.query("""
+                UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
+                 WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
+                """, [app])
+            return try connection.query("""
+                WITH picked AS (
+                    SELECT id FROM jobs
+                     WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
+                     ORDER BY available_at, id LIMIT $2
+                     FOR UPDATE SKIP LOCKED
+                )
+                UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
+                                  lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
+                  FROM picked WHERE j.app = $1 AND j.id = picked.id
+                RETURNING j.id, \(jobJSON)::text
+                """, [app, max, leaseSeconds])
         }
-        defer { if holdsSlot { waiting.subtract(1, ordering: .relaxed) } }
-        let app = context.app
-        let deadline = monotonicNanoseconds() + UInt64(wait) * 1_000_000_000
-        var delay: UInt32 = 20_000
-        while true {
-            let rows = try context.services.database.withTransaction { connection in
-                // Leases that ran out return their jobs to the queue.
-                try connection.query("""
-                    UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
-                     WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
-                    """, [app])
-                return try connection.query("""
-                    WITH picked AS (
-                        SELECT id FROM jobs
-                         WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
-                         ORDER BY available_at, id LIMIT $2
-                         FOR UPDATE SKIP LOCKED
-                    )
-                    UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
-                                      lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
-                      FROM picked WHERE j.app = $1 AND j.id = picked.id
-                    RETURNING j.id, \(jobJSON)::text
-                    """, [app, max, lease])
-            }
-            if !rows.isEmpty || monotonicNanoseconds() >= deadline {
-                let jobs = try rows.sorted { try $0.decode(0, as: Int64.self) < $1.decode(0, as: Int64.self) }
-                    .map { try $0.decode(1, as: String.self) }
-                return .jsonText("{\"jobs\":[" + jobs.joined(separator: ",") + "]}")
-            }
-            // Long poll: look again soon, backing off to at most 200 ms between looks.
-            usleep(delay)
-            delay = min(delay * 2, 200_000)
-        }
+        let jobs = try rows.sorted { try $0.decode(0, as: Int64.self) < $1.decode(0, as: Int64.self) }
+            .map { try $0.decode(1, as: String.self) }
+        return (jobs.count, .jsonText("{\"jobs\":[" + jobs.joined(separator: ",") + "]}"))
     }
 
     /// Reads `{"jobs": [{"id", "attempt", …}]}`.

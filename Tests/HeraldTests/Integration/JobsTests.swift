@@ -286,4 +286,25 @@ struct JobsTests {
         _ = try app.post([Events.event("e6", "group.deleted", ["guid": "g1", "at": past + 500])], client: client)
         #expect(try claim(app).isEmpty)
     }
+
+    @Test("twenty waiting claims hold no server thread: other requests are served meanwhile, and each wait ends")
+    func manyLongPolls() throws {
+        let app = try app(members: ["alice", "bob"])
+        let port = environment.server.port
+        let waits = (0..<20).map { _ in
+            Thread.detachNewThreadResult { () -> Int in
+                (try? HTTPClient(port: port).post("/v1/jobs/claim", token: app.workerKey, json: #"{"waitSeconds": 3, "max": 1}"#))
+                    .flatMap { $0.status == 200 ? ($0.json["jobs"] as? [Any])?.count : nil } ?? -1
+            }
+        }
+        usleep(500_000)
+        // The server has 8 threads and 20 claims wait: it still answers at once.
+        let started = Date()
+        for _ in 0..<10 { #expect(try client.get("/healthz").status == 200) }
+        #expect(Date().timeIntervalSince(started) < 1)
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        let results = waits.map { $0.wait(seconds: 10) }
+        #expect(results.allSatisfy { $0 == 0 || $0 == 1 }, "every wait ended with 200: \(results)")
+        #expect(results.filter { $0 == 1 }.count == 1, "the one job went to exactly one waiting claim")
+    }
 }

@@ -1,0 +1,86 @@
+import Dispatch
+import HTTPServer
+import Postgres
+import Synchronization
+
+/// Long-poll claims (`waitSeconds`) wait here, not on a server thread: their connections are
+/// suspended, and a loop on a queue of its own retries each claim when ingest reports new jobs
+/// (and every 250 ms, for other instances' jobs and returning leases), answering when jobs come
+/// or the time is up.
+public final class JobWaiter: Sendable {
+    struct Waiting: Sendable {
+        let app: String
+        let max: Int
+        let leaseSeconds: Int
+        let deadline: UInt64
+        let deferral: Deferral
+    }
+
+    let database: PostgresPool
+    private let waiting = Mutex<[Waiting]>([])
+    private let signal = DispatchSemaphore(value: 0)
+    private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(database: PostgresPool) {
+        self.database = database
+    }
+
+    /// Adds a claim to wait; it is answered at once if the waiter is stopping.
+    func wait(_ item: Waiting) {
+        if stopping.load(ordering: .relaxed) {
+            item.deferral.complete(Response.jsonText("{\"jobs\":[]}"))
+            return
+        }
+        waiting.withLock { $0.append(item) }
+        signal.signal()
+    }
+
+    /// New jobs may exist: look now.
+    public func wake() { signal.signal() }
+
+    public func start() {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        DispatchQueue(label: "herald.jobs.wait", qos: .userInitiated).async { [self] in
+            while !stopping.load(ordering: .relaxed) {
+                _ = signal.wait(timeout: .now() + .milliseconds(250))
+                pass()
+            }
+            // Answer whoever still waits, so that shutdown can drain.
+            for item in waiting.withLock({ state in defer { state.removeAll() }; return state }) {
+                item.deferral.complete(Response.jsonText("{\"jobs\":[]}"))
+            }
+            finished.signal()
+        }
+    }
+
+    /// Answers every waiting claim and stops; claims that arrive afterwards do not wait.
+    public func stop() {
+        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
+        signal.signal()
+        _ = finished.wait(timeout: .now() + 10)
+    }
+
+    /// Tries every waiting claim once.
+    private func pass() {
+        let items = waiting.withLock { state in defer { state.removeAll() }; return state }
+        var still: [Waiting] = []
+        for item in items {
+            do {
+                let (count, response) = try JobsAPI.claimOnce(app: item.app, max: item.max, leaseSeconds: item.leaseSeconds,
+                                                              database: database)
+                if count > 0 || monotonicNanoseconds() >= item.deadline {
+                    item.deferral.complete(response)
+                } else {
+                    still.append(item)
+                }
+            } catch let error as PostgresError where error.isUnavailable || error.code == .poolTimeout {
+                item.deferral.complete(HTTPError.unavailable().response)
+            } catch {
+                item.deferral.complete(HTTPError.internalError.response)
+            }
+        }
+        if !still.isEmpty { waiting.withLock { $0.append(contentsOf: still) } }
+    }
+}
