@@ -48,11 +48,15 @@ public struct IngestStore: Sendable {
             guard !candidates.isEmpty else { return }
             let original = candidates
             candidates = try resolveThreads(original, app: app, on: connection)
-            try lock(candidates.map(\.event), app: app, on: connection)
-            // Resolve again under the locks (a reply may have arrived meanwhile); a thread learned
-            // only now is locked too (advisory locks stack, so keys held already cost nothing).
-            candidates = try resolveThreads(original, app: app, on: connection)
-            try lock(candidates.map(\.event), app: app, on: connection)
+            let held = lockKeys(candidates.map(\.event))
+            try Self.lock(keys: Array(held), app: app, on: connection)
+            // Edits and deletions without parentId: resolve again under the locks (a reply may have
+            // arrived meanwhile) and lock a thread learned only now.
+            if original.contains(where: { $0.event.needsThreadResolution }) {
+                candidates = try resolveThreads(original, app: app, on: connection)
+                let learned = lockKeys(candidates.map(\.event)).subtracting(held)
+                if !learned.isEmpty { try Self.lock(keys: Array(learned), app: app, on: connection) }
+            }
             let fresh = try connection.query("""
                 INSERT INTO events (app, source, id, type)
                 SELECT $1, s, i, t FROM unnest($2::text[], $3::text[], $4::text[]) AS x(s, i, t)
@@ -79,10 +83,10 @@ public struct IngestStore: Sendable {
     func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String,
                         on connection: PostgresConnection) throws -> [(index: Int, event: IncomingEvent)] {
         var unknown: [String] = []
-        for (_, event) in candidates {
+        for (_, event) in candidates where event.needsThreadResolution {
             switch event.event {
-            case .messageEdited(let m) where m.parentID == nil: unknown.append(m.id)
-            case .messageDeleted(let m) where m.parentID == nil: unknown.append(m.id)
+            case .messageEdited(let m): unknown.append(m.id)
+            case .messageDeleted(let m): unknown.append(m.id)
             default: break
             }
         }
@@ -112,7 +116,7 @@ public struct IngestStore: Sendable {
 
     /// Serialises work on the same conversations: advisory locks taken in one global order, so
     /// concurrent batches cannot deadlock on them.
-    func lock(_ events: [IncomingEvent], app: String, on connection: PostgresConnection) throws {
+    func lockKeys(_ events: [IncomingEvent]) -> Set<String> {
         var keys: Set<String> = []
         for event in events {
             switch event.event {
@@ -124,7 +128,7 @@ public struct IngestStore: Sendable {
             case .noEffect: break
             }
         }
-        try Self.lock(keys: Array(keys), app: app, on: connection)
+        return keys
     }
 
     static func lock(keys: [String], app: String, on connection: PostgresConnection) throws {
@@ -146,5 +150,16 @@ public struct IngestStore: Sendable {
                   rejected.map { $0.0.errorJSON.jsonText },
                   // jsonb cannot hold U+0000: the stored copy shows U+FFFD in its place.
                   rejected.map { $0.4.jsonText.replacing("\\u0000", with: "\\ufffd") }])
+    }
+}
+
+extension IncomingEvent {
+    /// An edit or deletion that did not say which thread its message is in.
+    var needsThreadResolution: Bool {
+        switch event {
+        case .messageEdited(let m): return m.parentID == nil
+        case .messageDeleted(let m): return m.parentID == nil
+        default: return false
+        }
     }
 }

@@ -8,8 +8,7 @@ struct ReadinessTests {
     func outageAndRecovery() throws {
         let cluster = try PrivateCluster()
         defer { cluster.destroy() }
-        let server = try HeraldServer(configuration: try TestEnvironment.configuration(databaseURL: cluster.url),
-                                      logger: Logger(level: .error) { _ in })
+        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
         let admin = TestEnvironment.adminToken
@@ -51,8 +50,7 @@ struct ReadinessTests {
     func schemaBehind() throws {
         let cluster = try PrivateCluster()
         defer { cluster.destroy() }
-        let server = try HeraldServer(configuration: try TestEnvironment.configuration(databaseURL: cluster.url),
-                                      logger: Logger(level: .error) { _ in })
+        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
         #expect(try client.get("/readyz").status == 200)
