@@ -30,10 +30,11 @@ public final class HeraldServer: Sendable {
         if configuration.adminToken == nil {
             logger.warn("HERALD_ADMIN_TOKEN is not set: the admin API refuses every request")
         }
-        let fanout = FanoutWorker(database: database, logger: logger, leaseSeconds: configuration.fanoutLeaseSeconds)
-        let jobWaiter = JobWaiter(database: database)
+        let metrics = Metrics()
+        let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
+        let jobWaiter = JobWaiter(database: database, metrics: metrics)
         service = Service(services: Services(configuration: configuration, database: database, logger: logger,
-                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter))
+                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics))
         let service = self.service
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,

@@ -100,6 +100,7 @@ public struct Service: Sendable {
 
     private func logRequest(_ request: Request, pattern: String, principal: Principal, status: Int) {
         let durationMs = Double(monotonicNanoseconds() &- request.startedAt) / 1_000_000
+        services.metrics.observe(method: request.method, route: pattern, status: status, seconds: durationMs / 1000)
         var fields: [String: JSONValue] = [
             "requestId": .string(request.id),
             "method": .string(request.method),

@@ -15,9 +15,12 @@ public struct Services: Sendable {
     public let fanout: FanoutWorker
     /// Holds long-poll claims; ingest wakes it.
     public let jobWaiter: JobWaiter
+    /// Counters and histograms for `GET /metrics`.
+    public let metrics: Metrics
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
-                jobWaiter: JobWaiter) {
+                jobWaiter: JobWaiter, metrics: Metrics) {
+        self.metrics = metrics
         self.fanout = fanout
         self.jobWaiter = jobWaiter
         self.configuration = configuration

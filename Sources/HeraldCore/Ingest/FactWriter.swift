@@ -45,7 +45,8 @@ struct FactWriter {
         }
     }
 
-    func write(on connection: PostgresConnection) throws {
+    /// Stores the facts and recomputes what they touch; returns the count of jobs produced.
+    func write(on connection: PostgresConnection) throws -> Int {
         var touchedThreads: Set<String> = []
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
@@ -186,10 +187,10 @@ struct FactWriter {
                 """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.
-        try Fanout(app: app).run(fresh.compactMap { message in
+        let produced = try Fanout(app: app).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
         }, on: connection)
-        try Fanout(app: app).runEdits(zip(editEvents, edits).filter { _, edit in
+        return try produced + Fanout(app: app).runEdits(zip(editEvents, edits).filter { _, edit in
             freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
         }.map { (event: $0.0, edit: $0.1) }, on: connection)
     }

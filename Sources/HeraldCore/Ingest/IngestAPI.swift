@@ -14,7 +14,7 @@ enum IngestAPI {
     static func ingest(_ context: RequestContext) throws -> Response {
         let items = try EventParser.parse(context.request)
         let services = context.services
-        let outcomes = try services.database.withConnection { connection in
+        let (outcomes, jobsProduced) = try services.database.withConnection { connection in
             try IngestStore().apply(items, app: context.app, on: connection)
         }
         if outcomes.contains(where: { $0.status == .accepted }) {
@@ -39,6 +39,10 @@ enum IngestAPI {
             if let error = outcome.error { results += ",\"error\":" + error.errorJSON.jsonText }
             results += "}"
         }
+        services.metrics.add(.eventsAccepted, accepted)
+        services.metrics.add(.eventsDuplicate, duplicates)
+        services.metrics.add(.eventsRejected, rejected)
+        services.metrics.add(.jobsProduced, jobsProduced)
         return .jsonText("{\"accepted\":\(accepted),\"duplicates\":\(duplicates),\"rejected\":\(rejected),\"results\":[\(results)]}")
     }
 

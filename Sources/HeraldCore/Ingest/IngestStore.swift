@@ -18,9 +18,10 @@ public struct IngestStore: Sendable {
 
     public init() {}
 
-    /// Applies `items` for `app`; returns one outcome per item, in order. Everything accepted is
-    /// committed before this returns; on an error nothing is.
-    public func apply(_ items: [EventParser.Item], app: String, on connection: PostgresConnection) throws -> [Outcome] {
+    /// Applies `items` for `app`; returns one outcome per item, in order, and the count of jobs
+    /// produced. Everything accepted is committed before this returns; on an error nothing is.
+    public func apply(_ items: [EventParser.Item], app: String,
+                      on connection: PostgresConnection) throws -> (outcomes: [Outcome], jobsProduced: Int) {
         // Same (source, id) twice in one request: the first counts, the others are duplicates.
         // Keys compare as bytes, as PostgreSQL does (Swift's == would merge canonically equal text).
         var firstIndex: [[UInt8]: Int] = [:]
@@ -43,6 +44,7 @@ public struct IngestStore: Sendable {
             }
         }
 
+        var jobsProduced = 0
         try connection.withTransaction { connection in
             if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
             guard !candidates.isEmpty else { return }
@@ -73,9 +75,9 @@ public struct IngestStore: Sendable {
                 outcomes[index] = Outcome(status: new ? .accepted : .duplicate, source: event.source, id: event.id, error: nil)
                 if new { accepted.append(event) }
             }
-            if !accepted.isEmpty { try FactWriter(app: app, events: accepted).write(on: connection) }
+            if !accepted.isEmpty { jobsProduced = try FactWriter(app: app, events: accepted).write(on: connection) }
         }
-        return outcomes.map { $0! }
+        return (outcomes.map { $0! }, jobsProduced)
     }
 
     /// Edits and deletions may leave out `parentId`: a reply's thread is then taken from what is

@@ -15,9 +15,9 @@ struct Fanout {
 
     /// message.edited notifies only the users it newly mentions (SPEC §8.1): reason mention, kind
     /// as the message's, judged now for the edit's event.
-    func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], on connection: PostgresConnection) throws {
+    func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], on connection: PostgresConnection) throws -> Int {
         let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty }
-        guard !withMentions.isEmpty else { return }
+        guard !withMentions.isEmpty else { return 0 }
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
@@ -59,7 +59,7 @@ struct Fanout {
             jobs.append((Created(event: item.event, message: message), uid, decision.reason,
                          Self.privacy(settings: settings, preferences: preferences)))
         }
-        try insert(jobs, on: connection)
+        return try insert(jobs, on: connection)
     }
 
     static func privacy(settings: AppSettings, preferences: UserPreferences) -> Bool {
@@ -72,8 +72,8 @@ struct Fanout {
 
     /// Jobs of newly created messages: in this transaction for groups up to the app's
     /// `largeGroupThreshold`; above it, a fan-out task for the background workers.
-    func run(_ created: [Created], on connection: PostgresConnection) throws {
-        guard !created.isEmpty else { return }
+    func run(_ created: [Created], on connection: PostgresConnection) throws -> Int {
+        guard !created.isEmpty else { return 0 }
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let groups = Array(Set(created.compactMap(\.message.conversation.groupID)))
         var large: Set<String> = []
@@ -96,16 +96,16 @@ struct Fanout {
                 """, [app, deferred.map(\.event.source), deferred.map(\.event.id), deferred.map(\.event.type),
                       deferred.map(\.message.id)])
         }
-        _ = try produce(created.filter { !($0.message.conversation.groupID.map(large.contains) ?? false) },
-                        settings: settings, after: nil, limit: nil, on: connection)
+        return try produce(created.filter { !($0.message.conversation.groupID.map(large.contains) ?? false) },
+                        settings: settings, after: nil, limit: nil, on: connection).produced
     }
 
     /// Decides and inserts the jobs of `created` for their candidates — all of them, or for one
     /// message the next `limit` group members after the uid `after` (a fan-out chunk). Returns the
-    /// last member uid looked at (nil when there was none).
+    /// last member uid looked at (nil when there was none) and the count of jobs inserted.
     func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?,
-                 on connection: PostgresConnection) throws -> String? {
-        guard !created.isEmpty else { return nil }
+                 on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
+        guard !created.isEmpty else { return (nil, 0) }
         let rows = try connection.query("""
             WITH m AS (
                 SELECT m.* FROM unnest($2::text[]) AS x(id)
@@ -143,7 +143,7 @@ struct Fanout {
               LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
               LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
             """, [app, created.map(\.message.id), after, limit])
-        guard !rows.isEmpty else { return nil }
+        guard !rows.isEmpty else { return (nil, 0) }
         var last: String?
 
         let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -171,14 +171,13 @@ struct Fanout {
             guard decision.notified else { continue }
             jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
         }
-        try insert(jobs, on: connection)
-        return last
+        return (last, try insert(jobs, on: connection))
     }
 
     /// Inserts jobs with their badges, ignoring (event, recipient) pairs that have one already.
     func insert(_ jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)],
-                on connection: PostgresConnection) throws {
-        guard !jobs.isEmpty else { return }
+                on connection: PostgresConnection) throws -> Int {
+        guard !jobs.isEmpty else { return 0 }
 
         // The badge: each recipient's unread thread count, now that this batch is applied.
         var badges: [String: Int] = [:]
@@ -194,7 +193,7 @@ struct Fanout {
             payloads.append(Self.payload(job.created.message, recipient: job.recipient, reason: job.reason, privacy: job.privacy,
                                          badge: badges[job.recipient] ?? 0))
         }
-        try connection.query("""
+        return try connection.query("""
             INSERT INTO jobs (app, event_source, event_id, event_type, recipient, message_id, parent_message_id, kind, reason, payload)
             SELECT $1, x.source, x.id, x.type, x.recipient, x.message, x.parent, x.kind, x.reason, x.payload::jsonb
               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
@@ -202,7 +201,7 @@ struct Fanout {
             ON CONFLICT (app, event_source, event_id, recipient) DO NOTHING
             """, [app, jobs.map(\.created.event.source), jobs.map(\.created.event.id), jobs.map(\.created.event.type),
                   jobs.map(\.recipient), jobs.map(\.created.message.id), jobs.map(\.created.message.parentID),
-                  jobs.map { $0.created.message.parentID == nil ? "message" : "reply" }, jobs.map(\.reason), payloads])
+                  jobs.map { $0.created.message.parentID == nil ? "message" : "reply" }, jobs.map(\.reason), payloads]).affectedRows
     }
 
     /// The decision's input for one recipient of a message.

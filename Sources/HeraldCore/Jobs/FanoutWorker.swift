@@ -9,6 +9,7 @@ import Synchronization
 public final class FanoutWorker: Sendable {
     let database: PostgresPool
     let logger: Logger
+    let metrics: Metrics
     let leaseSeconds: Int
     let chunkSize: Int
     private let signal = DispatchSemaphore(value: 0)
@@ -16,9 +17,10 @@ public final class FanoutWorker: Sendable {
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(database: PostgresPool, logger: Logger, leaseSeconds: Int = 60, chunkSize: Int = 1000) {
+    public init(database: PostgresPool, logger: Logger, metrics: Metrics, leaseSeconds: Int = 60, chunkSize: Int = 1000) {
         self.database = database
         self.logger = logger
+        self.metrics = metrics
         self.leaseSeconds = leaseSeconds
         self.chunkSize = chunkSize
     }
@@ -78,6 +80,7 @@ public final class FanoutWorker: Sendable {
         let started = monotonicNanoseconds()
         var chunks = 0
         while !stopping.load(ordering: .relaxed) {
+            var produced = 0
             let done = try database.withTransaction { connection -> Bool in
                 // Fencing: the chunk counts only if the task is still where this worker left it.
                 let current = try connection.query(
@@ -94,7 +97,7 @@ public final class FanoutWorker: Sendable {
                     return true // deleted meanwhile: nothing to notify
                 }
                 let settings = try PreferenceStore().settings(app: app, on: connection)
-                let last = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                let (last, count) = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
                                                         after: after, limit: chunkSize, on: connection)
                 try connection.query("""
                     UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
@@ -102,8 +105,10 @@ public final class FanoutWorker: Sendable {
                      WHERE app = $1 AND id = $2
                     """, [app, taskID, last, last == nil, leaseSeconds])
                 after = last ?? after
+                produced = count
                 return last == nil
             }
+            metrics.add(.jobsProduced, produced)
             chunks += 1
             if done { break }
         }

@@ -17,14 +17,16 @@ public final class JobWaiter: Sendable {
     }
 
     let database: PostgresPool
+    let metrics: Metrics
     private let waiting = Mutex<[Waiting]>([])
     private let signal = DispatchSemaphore(value: 0)
     private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(database: PostgresPool) {
+    public init(database: PostgresPool, metrics: Metrics) {
         self.database = database
+        self.metrics = metrics
     }
 
     /// Adds a claim to wait; it is answered at once if the waiter is stopping.
@@ -69,7 +71,7 @@ public final class JobWaiter: Sendable {
         for item in items {
             do {
                 let (count, response) = try JobsAPI.claimOnce(app: item.app, max: item.max, leaseSeconds: item.leaseSeconds,
-                                                              database: database)
+                                                              database: database, metrics: metrics)
                 if count > 0 || monotonicNanoseconds() >= item.deadline {
                     item.deferral.complete(response)
                 } else {

@@ -52,7 +52,8 @@ enum JobsAPI {
         let max = try integer(object, "max", default: 100, range: 1...1000)
         let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
         let wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
-        let (count, response) = try claimOnce(app: context.app, max: max, leaseSeconds: lease, database: context.services.database)
+        let (count, response) = try claimOnce(app: context.app, max: max, leaseSeconds: lease, database: context.services.database,
+                                              metrics: context.services.metrics)
         guard count == 0, wait > 0, let deferral = context.request.deferral else { return response }
         // Nothing yet: the connection waits without a server thread until jobs come or time is up.
         context.services.jobWaiter.wait(.init(app: context.app, max: max, leaseSeconds: lease,
@@ -62,7 +63,8 @@ enum JobsAPI {
     }
 
     /// One claim: returns expired leases to the queue, then leases up to `max` ready jobs.
-    static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool) throws -> (Int, Response) {
+    static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool,
+                          metrics: Metrics) throws -> (Int, Response) {
         let rows = try database.withTransaction { connection in
             try connection.query("""
                 UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
@@ -83,6 +85,7 @@ enum JobsAPI {
         }
         let jobs = try rows.sorted { try $0.decode(0, as: Int64.self) < $1.decode(0, as: Int64.self) }
             .map { try $0.decode(1, as: String.self) }
+        metrics.add(.jobsClaimed, jobs.count)
         return (jobs.count, .jsonText("{\"jobs\":[" + jobs.joined(separator: ",") + "]}"))
     }
 
@@ -114,6 +117,7 @@ enum JobsAPI {
         }
         let acked = Set(try rows.map { try $0.decode(0, as: Int64.self) })
         let stale = items.map(\.0).filter { !acked.contains($0) }.map { "\"j\($0)\"" }
+        context.services.metrics.add(.jobsAcked, acked.count)
         return .jsonText("{\"acked\":\(acked.count),\"stale\":[\(stale.joined(separator: ","))]}")
     }
 
@@ -166,6 +170,8 @@ enum JobsAPI {
             if try row.decode(1, as: String.self) == "dead" { deadCount += 1 } else { retrying += 1 }
         }
         let stale = items.map(\.0).filter { !handled.contains($0) }.map { "\"j\($0)\"" }
+        context.services.metrics.add(.jobsRetried, retrying)
+        context.services.metrics.add(.jobsDead, deadCount)
         return .jsonText("{\"dead\":\(deadCount),\"retrying\":\(retrying),\"stale\":[\(stale.joined(separator: ","))]}")
     }
 
@@ -216,6 +222,7 @@ enum JobsAPI {
                  WHERE app = $1 AND id = ANY ($2::bigint[]) AND state = 'dead'
                 """, [context.app, ids])
         }
+        context.services.metrics.add(.jobsRequeued, rows.affectedRows)
         return .jsonText("{\"requeued\":\(rows.affectedRows)}")
     }
 }

@@ -1,13 +1,17 @@
 import HTTPServer
 import Postgres
 
-/// `/healthz`, `/readyz` and `/v1/whoami`.
+/// `/healthz`, `/readyz`, `/metrics` and `/v1/whoami`.
 enum OperationsAPI {
     static func register(in router: inout Router<Route>) {
         router.add("GET", "/healthz", Route(access: .public) { _ in
             Response.jsonText(#"{"status":"ok"}"#)
         })
         router.add("GET", "/readyz", Route(access: .public, handler: readiness))
+        router.add("GET", "/metrics", Route(access: .public) { context in
+            Response(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                     body: Array(context.services.metrics.render(database: context.services.database).utf8))
+        })
         router.add("GET", "/v1/whoami", Route(access: .anyAppKey, handler: whoami))
     }
 

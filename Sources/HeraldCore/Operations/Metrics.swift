@@ -1,0 +1,209 @@
+import FoundationEssentials
+import Glibc
+import Postgres
+import Synchronization
+
+/// This process's counters and latency histograms, rendered in the Prometheus text format
+/// (version 0.0.4) by `GET /metrics`. Counters count since the process started, as Prometheus
+/// expects; gauges about the queue are read from the database at scrape time.
+///
+/// Labels are bounded: a route is its pattern (`/v1/users/{uid}/threads`), never the raw path,
+/// and nothing carries an app id, a user id or a secret.
+public final class Metrics: Sendable {
+    /// Upper bounds of the latency buckets, in seconds (long polls can take up to 30 s).
+    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+
+    struct RouteKey: Hashable {
+        let method: String
+        let route: String
+    }
+
+    struct RouteStats {
+        var statuses: [Int: Int] = [:]
+        /// Non-cumulative counts per bucket; the last slot is +Inf.
+        var buckets = [Int](repeating: 0, count: Metrics.bucketBounds.count + 1)
+        var sum: Double = 0
+        var count = 0
+    }
+
+    /// Counters of things Herald does, by name and label value.
+    public enum Counter: String, CaseIterable, Sendable {
+        case eventsAccepted, eventsDuplicate, eventsRejected
+        case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
+    }
+
+    private let routes = Mutex<[RouteKey: RouteStats]>([:])
+    private let counters = Mutex<[Int]>(Array(repeating: 0, count: Counter.allCases.count))
+    private let startedAt = currentTimeMilliseconds()
+
+    public init() {}
+
+    /// Records one answered request.
+    public func observe(method: String, route: String, status: Int, seconds: Double) {
+        var bucket = Self.bucketBounds.count
+        for (index, bound) in Self.bucketBounds.enumerated() where seconds <= bound {
+            bucket = index
+            break
+        }
+        routes.withLock { routes in
+            routes[RouteKey(method: method, route: route), default: RouteStats()].record(status: status, bucket: bucket, seconds: seconds)
+        }
+    }
+
+    /// Adds `amount` to a counter.
+    public func add(_ counter: Counter, _ amount: Int) {
+        guard amount != 0 else { return }
+        counters.withLock { $0[Self.index(counter)] += amount }
+    }
+
+    /// The value of a counter.
+    public func value(_ counter: Counter) -> Int {
+        counters.withLock { $0[Self.index(counter)] }
+    }
+
+    private static func index(_ counter: Counter) -> Int {
+        Counter.allCases.firstIndex(of: counter)!
+    }
+
+    /// Queue gauges read at scrape time; nil when the database did not answer.
+    struct QueueState {
+        var ready = 0, leased = 0, retrying = 0, dead = 0
+        var oldestReadyAgeMs = 0
+        var fanoutTasks = 0
+    }
+
+    static func readQueue(_ database: PostgresPool) -> QueueState? {
+        try? database.withConnection { connection in
+            let rows = try connection.query("""
+                SELECT count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
+                                          OR (state = 'leased' AND lease_until <= herald_now_ms())),
+                       count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()),
+                       count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
+                       count(*) FILTER (WHERE state = 'dead'),
+                       coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0),
+                       (SELECT count(*) FROM fanout_tasks WHERE NOT done)
+                  FROM jobs WHERE state IN ('ready', 'leased', 'dead')
+                """)
+            let row = rows[0]
+            return QueueState(ready: try row.decode(0), leased: try row.decode(1), retrying: try row.decode(2), dead: try row.decode(3),
+                              oldestReadyAgeMs: try row.decode(4), fanoutTasks: try row.decode(5))
+        }
+    }
+
+    /// The exposition text. `database` gives the pool gauges and the queue gauges.
+    public func render(database: PostgresPool) -> String {
+        var out = ""
+        out.reserveCapacity(8192)
+        let snapshot = routes.withLock { $0 }
+        let keys = snapshot.keys.sorted { ($0.route, $0.method) < ($1.route, $1.method) }
+
+        header(&out, "herald_http_requests_total", "counter", "HTTP requests answered, by method, route pattern and status.")
+        for key in keys {
+            let stats = snapshot[key]!
+            for status in stats.statuses.keys.sorted() {
+                out += "herald_http_requests_total{method=\"\(key.method)\",route=\"\(Self.escape(key.route))\",status=\"\(status)\"} \(stats.statuses[status]!)\n"
+            }
+        }
+
+        header(&out, "herald_http_request_duration_seconds", "histogram",
+               "Time from the request's arrival to its answer, by method and route pattern.")
+        for key in keys {
+            let stats = snapshot[key]!
+            let labels = "method=\"\(key.method)\",route=\"\(Self.escape(key.route))\""
+            var cumulative = 0
+            for (index, bound) in Self.bucketBounds.enumerated() {
+                cumulative += stats.buckets[index]
+                out += "herald_http_request_duration_seconds_bucket{\(labels),le=\"\(Self.format(bound))\"} \(cumulative)\n"
+            }
+            cumulative += stats.buckets[Self.bucketBounds.count]
+            out += "herald_http_request_duration_seconds_bucket{\(labels),le=\"+Inf\"} \(cumulative)\n"
+            out += "herald_http_request_duration_seconds_sum{\(labels)} \(Self.format(stats.sum))\n"
+            out += "herald_http_request_duration_seconds_count{\(labels)} \(stats.count)\n"
+        }
+
+        header(&out, "herald_events_total", "counter", "Ingested events, by result.")
+        out += "herald_events_total{result=\"accepted\"} \(value(.eventsAccepted))\n"
+        out += "herald_events_total{result=\"duplicate\"} \(value(.eventsDuplicate))\n"
+        out += "herald_events_total{result=\"rejected\"} \(value(.eventsRejected))\n"
+
+        header(&out, "herald_jobs_produced_total", "counter", "Push jobs committed by this process (ingest and large-group fan-out).")
+        out += "herald_jobs_produced_total \(value(.jobsProduced))\n"
+        header(&out, "herald_jobs_claimed_total", "counter", "Jobs leased to workers.")
+        out += "herald_jobs_claimed_total \(value(.jobsClaimed))\n"
+        header(&out, "herald_jobs_acked_total", "counter", "Jobs acknowledged by workers.")
+        out += "herald_jobs_acked_total \(value(.jobsAcked))\n"
+        header(&out, "herald_jobs_failed_total", "counter", "Job failures reported by workers, by outcome.")
+        out += "herald_jobs_failed_total{outcome=\"retry\"} \(value(.jobsRetried))\n"
+        out += "herald_jobs_failed_total{outcome=\"dead\"} \(value(.jobsDead))\n"
+        header(&out, "herald_jobs_requeued_total", "counter", "Dead jobs put back in the queue.")
+        out += "herald_jobs_requeued_total \(value(.jobsRequeued))\n"
+
+        let queue = Self.readQueue(database)
+        header(&out, "herald_database_up", "gauge", "1 when the database answered this scrape's queue query.")
+        out += "herald_database_up \(queue == nil ? 0 : 1)\n"
+        if let queue {
+            header(&out, "herald_jobs_queue_depth", "gauge", "Jobs in the queue of every app, by state (retrying = waiting for its backoff).")
+            out += "herald_jobs_queue_depth{state=\"ready\"} \(queue.ready)\n"
+            out += "herald_jobs_queue_depth{state=\"leased\"} \(queue.leased)\n"
+            out += "herald_jobs_queue_depth{state=\"retrying\"} \(queue.retrying)\n"
+            out += "herald_jobs_queue_depth{state=\"dead\"} \(queue.dead)\n"
+            header(&out, "herald_jobs_oldest_ready_age_seconds", "gauge", "Age of the oldest job ready to be claimed (0 when none).")
+            out += "herald_jobs_oldest_ready_age_seconds \(Self.format(Double(queue.oldestReadyAgeMs) / 1000))\n"
+            header(&out, "herald_fanout_tasks_pending", "gauge", "Large-group fan-out tasks not finished.")
+            out += "herald_fanout_tasks_pending \(queue.fanoutTasks)\n"
+        }
+
+        header(&out, "herald_db_pool_connections", "gauge", "Database pool: its size and the connections in use now.")
+        out += "herald_db_pool_connections{state=\"max\"} \(database.configuration.size)\n"
+        out += "herald_db_pool_connections{state=\"in_use\"} \(database.inUse)\n"
+        header(&out, "herald_db_pool_waiting", "gauge", "Callers waiting for a database connection now.")
+        out += "herald_db_pool_waiting \(database.waiting)\n"
+
+        header(&out, "process_resident_memory_bytes", "gauge", "Resident memory of the Herald process.")
+        out += "process_resident_memory_bytes \(Self.residentBytes())\n"
+        header(&out, "process_start_time_seconds", "gauge", "Start time of the process since the Unix epoch.")
+        out += "process_start_time_seconds \(Self.format(Double(startedAt) / 1000))\n"
+        return out
+    }
+
+    private func header(_ out: inout String, _ name: String, _ type: String, _ help: String) {
+        out += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+    }
+
+    /// Label values escape backslash, double quote and line feed.
+    static func escape(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// A sample value: integers without a fraction, others as Swift prints doubles.
+    static func format(_ value: Double) -> String {
+        if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
+        return String(value)
+    }
+
+    /// Resident set size from /proc/self/statm (pages × page size), 0 where unavailable.
+    static func residentBytes() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = text.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
+
+extension Metrics.RouteStats {
+    mutating func record(status: Int, bucket: Int, seconds: Double) {
+        statuses[status, default: 0] += 1
+        buckets[bucket] += 1
+        sum += seconds
+        count += 1
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import HeraldCore
+import Testing
+
+/// SPEC §10: `GET /metrics` in the Prometheus text format. A private server (same database) so
+/// that the counters move only with this test's requests.
+@Suite("Metrics")
+struct MetricsTests {
+    /// One parsed exposition: samples by series text (`name{labels}`), and TYPE per family.
+    struct Exposition {
+        var samples: [String: Double] = [:]
+        var types: [String: String] = [:]
+
+        func value(_ series: String) -> Double? { samples[series] }
+    }
+
+    /// A strict reader of the text format 0.0.4: every line is HELP, TYPE or a sample of the
+    /// family its TYPE announced; names and labels match the grammar; values parse; a family's
+    /// TYPE comes once and before its samples; histogram buckets are cumulative and end in +Inf
+    /// equal to _count.
+    static func parse(_ text: String) throws -> Exposition {
+        var exposition = Exposition()
+        let name = #"[a-zA-Z_:][a-zA-Z0-9_:]*"#
+        let label = #"[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\\\|\\"|\\n)*""#
+        let sampleLine = try Regex("^(\(name))(\\{(?:\(label))(?:,\(label))*\\})? (\\S+)$")
+        let typeLine = try Regex("^# TYPE (\(name)) (counter|gauge|histogram|summary|untyped)$")
+        let helpLine = try Regex("^# HELP (\(name)) .*$")
+        #expect(text.hasSuffix("\n"), "the exposition ends with a line feed")
+        var current: String?
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false).dropLast() {
+            let line = String(line)
+            if let match = try typeLine.wholeMatch(in: line) {
+                let family = String(match.output[1].substring!)
+                #expect(exposition.types[family] == nil, "TYPE of \(family) given twice")
+                exposition.types[family] = String(match.output[2].substring!)
+                current = family
+            } else if try helpLine.wholeMatch(in: line) != nil {
+                continue
+            } else if let match = try sampleLine.wholeMatch(in: line) {
+                let metric = String(match.output[1].substring!)
+                let family = current ?? ""
+                let allowed = exposition.types[family] == "histogram"
+                    ? [family + "_bucket", family + "_sum", family + "_count"] : [family]
+                #expect(allowed.contains(metric), "sample \(metric) outside its family \(family)")
+                let valueText = String(match.output[3].substring!)
+                let value = try #require(Double(valueText.replacing("+Inf", with: "inf")), "value of \(line)")
+                let series = metric + (match.output[2].substring.map(String.init) ?? "")
+                #expect(exposition.samples[series] == nil, "series \(series) given twice")
+                exposition.samples[series] = value
+            } else {
+                Issue.record("not a line of the text format: \(line)")
+            }
+        }
+        // Histograms: per series, cumulative buckets with +Inf == _count.
+        for (family, type) in exposition.types where type == "histogram" {
+            var bySeries: [String: [(Double, Double)]] = [:]
+            for (series, value) in exposition.samples where series.hasPrefix(family + "_bucket{") {
+                let labels = series.dropFirst(family.count + "_bucket{".count).dropLast()
+                let parts = labels.split(separator: ",")
+                let le = try #require(parts.first { $0.hasPrefix("le=") }).dropFirst(4).dropLast()
+                let rest = parts.filter { !$0.hasPrefix("le=") }.joined(separator: ",")
+                bySeries[rest, default: []].append((le == "+Inf" ? .infinity : Double(le)!, value))
+            }
+            for (rest, buckets) in bySeries {
+                let labels = rest.isEmpty ? "" : "{\(rest)}"
+                let sorted = buckets.sorted { $0.0 < $1.0 }
+                #expect(zip(sorted, sorted.dropFirst()).allSatisfy { $0.1 <= $1.1 }, "\(family){\(rest)} buckets are cumulative")
+                #expect(sorted.last?.0 == .infinity, "\(family){\(rest)} has a +Inf bucket")
+                #expect(sorted.last?.1 == exposition.samples["\(family)_count\(labels)"], "\(family){\(rest)} +Inf equals _count")
+                #expect(exposition.samples["\(family)_sum\(labels)"] != nil, "\(family){\(rest)} has a _sum")
+            }
+        }
+        return exposition
+    }
+
+    @Test("the exposition parses, and requests, events and jobs move their counters by exactly what happened")
+    func countersFollowTheWork() throws {
+        let environment = try TestEnvironment.shared()
+        let server = try HeraldCoreServer.start(try TestEnvironment.configuration())
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        let app = try environment.makeApp(prefix: "metrics")
+
+        let before = try Self.parse(try client.get("/metrics").text)
+        // 3 members; a thread start by alice notifies bob and carol; a duplicate and a rejected event.
+        let past = nowMilliseconds() - 60_000
+        let events = ["alice", "bob", "carol"].map { Events.member("j-\($0)", "member.joined", uid: $0, at: past - 1000) }
+            + [Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello")]
+        var response = try client.post("/v1/events", token: app.ingestKey, json: Events.json(events),
+                                       headers: ["Content-Type": "application/cloudevents-batch+json"])
+        #expect(response.status == 200, "\(response.text)")
+        response = try client.post("/v1/events", token: app.ingestKey,
+                                   json: Events.json([Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello"),
+                                                      ["specversion": "1.0"]]),
+                                   headers: ["Content-Type": "application/cloudevents-batch+json"])
+        #expect(response.status == 200, "\(response.text)")
+        let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 10}"#)
+        let jobs = claimed.json["jobs"] as? [[String: Any]] ?? []
+        #expect(jobs.count == 2)
+        let first = try #require(jobs.first)
+        let acked = try client.post("/v1/jobs/ack", token: app.workerKey,
+                                    json: Events.json(["jobs": [["id": first["id"]!, "attempt": first["attempt"]!]]]))
+        #expect(acked.json["acked"] as? Int == 1)
+        let second = try #require(jobs.last)
+        let failed = try client.post("/v1/jobs/fail", token: app.workerKey,
+                                     json: Events.json(["jobs": [["id": second["id"]!, "attempt": second["attempt"]!, "retryable": false]]]))
+        #expect(failed.json["dead"] as? Int == 1)
+        _ = try client.get("/v1/nowhere")
+        _ = try client.get("/v1/users/bob/threads") // no token: 401
+
+        let metricsResponse = try client.get("/metrics")
+        #expect(metricsResponse.status == 200)
+        #expect(metricsResponse.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+        let after = try Self.parse(metricsResponse.text)
+
+        func delta(_ series: String) -> Double { (after.value(series) ?? 0) - (before.value(series) ?? 0) }
+        #expect(delta(#"herald_events_total{result="accepted"}"#) == 4)
+        #expect(delta(#"herald_events_total{result="duplicate"}"#) == 1)
+        #expect(delta(#"herald_events_total{result="rejected"}"#) == 1)
+        #expect(delta("herald_jobs_produced_total") == 2)
+        #expect(delta("herald_jobs_claimed_total") == 2)
+        #expect(delta("herald_jobs_acked_total") == 1)
+        #expect(delta(#"herald_jobs_failed_total{outcome="dead"}"#) == 1)
+        #expect(delta(#"herald_jobs_failed_total{outcome="retry"}"#) == 0)
+        #expect(delta(#"herald_http_requests_total{method="POST",route="/v1/events",status="200"}"#) == 2)
+        #expect(delta(#"herald_http_requests_total{method="GET",route="unmatched",status="404"}"#) == 1)
+        #expect(delta(#"herald_http_requests_total{method="GET",route="/v1/users/{uid}/threads",status="401"}"#) == 1)
+        #expect(delta(#"herald_http_requests_total{method="GET",route="/metrics",status="200"}"#) == 1,
+                "the first scrape is counted once it is answered")
+        #expect(delta(#"herald_http_request_duration_seconds_count{method="POST",route="/v1/events"}"#) == 2)
+        #expect(after.types["herald_http_request_duration_seconds"] == "histogram")
+        #expect(after.types["herald_jobs_queue_depth"] == "gauge")
+        #expect(after.value("herald_database_up") == 1)
+        #expect((after.value(#"herald_jobs_queue_depth{state="dead"}"#) ?? 0) >= 1)
+        #expect(after.value("herald_jobs_oldest_ready_age_seconds") != nil)
+        #expect(after.value(#"herald_db_pool_connections{state="max"}"#) == Double(server.database.configuration.size))
+        #expect((after.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        // No tenant or user identifiers, nor keys, in the labels.
+        #expect(!metricsResponse.text.contains(app.id))
+        #expect(!metricsResponse.text.contains("alice"))
+        #expect(!metricsResponse.text.contains("hk_"))
+    }
+
+    @Test("the reader rejects what is not the text format")
+    func readerCanFail() {
+        withKnownIssue {
+            _ = try Self.parse("# TYPE a counter\na{x=\"1\"} 1\nb 2\n")
+        }
+        withKnownIssue {
+            _ = try Self.parse("# TYPE h histogram\nh_bucket{le=\"1\"} 3\nh_bucket{le=\"+Inf\"} 2\nh_sum 1\nh_count 2\n")
+        }
+        withKnownIssue {
+            _ = try Self.parse("# TYPE a counter\na one\n")
+        }
+    }
+}
