@@ -229,7 +229,8 @@ public struct CommandLineTool {
     }
 
     private func apps(_ words: [String]) throws {
-        guard let sub = words.first, sub != "--help", sub != "-h" else { return output(Self.appsHelp) }
+        guard let sub = words.first else { throw UsageError(message: "apps needs a subcommand", help: Self.appsHelp) }
+        if sub == "--help" || sub == "-h" || sub == "help" { return output(Self.appsHelp) }
         let parsed = try parse(Array(words.dropFirst()), options: [], flags: ["exists-ok", "help"], help: Self.appsHelp)
         if parsed.flags.contains("help") { return output(Self.appsHelp) }
         let store = TenancyStore()
@@ -260,7 +261,8 @@ public struct CommandLineTool {
     }
 
     private func keys(_ words: [String]) throws {
-        guard let sub = words.first, sub != "--help", sub != "-h" else { return output(Self.keysHelp) }
+        guard let sub = words.first else { throw UsageError(message: "keys needs a subcommand", help: Self.keysHelp) }
+        if sub == "--help" || sub == "-h" || sub == "help" { return output(Self.keysHelp) }
         let parsed = try parse(Array(words.dropFirst()), options: ["app", "role", "label"], flags: ["help"], help: Self.keysHelp)
         if parsed.flags.contains("help") { return output(Self.keysHelp) }
         guard let app = parsed.options["app"] else {
