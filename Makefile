@@ -1,11 +1,14 @@
 # Herald: the two commands are `make run` and `make test`.
-.PHONY: run test build release deps clean
+.PHONY: run test bench build release deps clean
 
 run:      ## build in release mode and serve on 127.0.0.1:8080 with a local database
 	@bash scripts/run.sh
 
 test:     ## start a throwaway PostgreSQL and run every test
 	@bash scripts/test.sh
+
+bench:    ## build in release mode and measure Herald (BENCH_ARGS="--quick" for a short run)
+	@bash scripts/bench.sh $(BENCH_ARGS)
 
 build: deps
 	swift build

@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-bench", targets: ["herald-bench"]),
     ],
     targets: [
         // C libraries from Debian, reached only through these thin system-library targets.
@@ -26,6 +27,9 @@ let package = Package(
 
         // The small executable: configuration, migrations, serve, CLI.
         .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),
+
+        // `make bench`: data, load from a second process, and the machine's own ceilings.
+        .executableTarget(name: "herald-bench", dependencies: ["Postgres"], swiftSettings: strict),
 
         .testTarget(
             name: "HeraldTests",

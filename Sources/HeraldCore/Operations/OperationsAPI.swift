@@ -1,7 +1,7 @@
 import HTTPServer
 import Postgres
 
-/// `/healthz`, `/readyz`, `/metrics` and `/v1/whoami`.
+/// `/healthz`, `/readyz`, `/metrics`, `/openapi.json` and `/v1/whoami`.
 enum OperationsAPI {
     static func register(in router: inout Router<Route>) {
         router.add("GET", "/healthz", Route(access: .public) { _ in
@@ -12,6 +12,7 @@ enum OperationsAPI {
             Response(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                      body: Array(context.services.metrics.render(database: context.services.database).utf8))
         })
+        router.add("GET", "/openapi.json", Route(access: .public) { _ in Response.jsonText(OpenAPIDocument.json) })
         router.add("GET", "/v1/whoami", Route(access: .anyAppKey, handler: whoami))
     }
 

@@ -1,0 +1,365 @@
+import Glibc
+import Postgres
+import Synchronization
+
+extension Bench {
+    // MARK: L1, the HTTP ceiling
+
+    /// GET /healthz with 2 threads × 16 keep-alive connections, each thread sending one request
+    /// on every connection and then reading the answers.
+    func httpCeiling() {
+        print("L1: GET /healthz …")
+        let port = self.port, host = self.host
+        let result = runLoad(workers: 2, seconds: options.seconds) { _, log in
+            let connections = ThreadLocalConnections.get(host: host, port: port, count: 16)
+            let started = now()
+            for connection in connections { try connection.send("GET", "/healthz") }
+            for connection in connections {
+                let reply = try connection.receive()
+                log.record(started, ok: reply.status == 200, error: "status \(reply.status)")
+            }
+            return true
+        }
+        add("L1 HTTP ceiling: GET /healthz (32 connections)", format(result.perSecond) + " req/s", result)
+    }
+
+    // MARK: L2, the database ceiling
+
+    /// Job-sized rows (about 400 bytes, a bigserial key) inserted 1,000 per statement with
+    /// `INSERT … SELECT FROM unnest(…)` on one connection, each statement its own transaction.
+    func databaseCeiling() throws {
+        print("L2: INSERT of job-sized rows …")
+        let connection = try database()
+        try connection.execute(unsafeSQL: """
+            DROP TABLE IF EXISTS bench_l2;
+            CREATE TABLE bench_l2 (id bigserial PRIMARY KEY, app text NOT NULL, event_source text NOT NULL, event_id text NOT NULL,
+                                   recipient text NOT NULL, message_id text NOT NULL, kind text NOT NULL, reason text NOT NULL,
+                                   payload jsonb NOT NULL, state text NOT NULL DEFAULT 'ready', created_at bigint NOT NULL DEFAULT 0)
+            """)
+        defer { try? connection.execute(unsafeSQL: "DROP TABLE IF EXISTS bench_l2") }
+        let payload = #"{"data": {"app": "bench", "kind": "reply", "sender": "u17-3", "groupId": "g17", "messageId": "rm-123456", "parentId": "p17-2"}, "notification": {"body": "reply number 123456 in a bench thread", "badge": 3, "title": "u17-3 replied in a thread"}}"#
+        let batches = Ticket(limit: Int.max)
+        let result = runLoad(workers: 1, seconds: options.seconds) { _, log in
+            let started = now()
+            let batch = batches.take()!
+            let ids = (0..<1000).map { "r-\(batch)-\($0)" }
+            try connection.query("""
+                INSERT INTO bench_l2 (app, event_source, event_id, recipient, message_id, kind, reason, payload)
+                SELECT 'bench', 'bench', e, 'u' || e, 'rm-' || e, 'reply', 'subscribed', $2::jsonb FROM unnest($1::text[]) AS e
+                """, [ids, payload])
+            log.record(started, ok: true, count: 1000)
+            return true
+        }
+        l2RowsPerSecond = result.perSecond
+        add("L2 database ceiling: INSERT 1,000 job rows per statement", format(result.perSecond) + " rows/s", result)
+    }
+
+    // MARK: W1 and W2, ingest
+
+    struct Chat {
+        let groups: Int
+        let members: Int
+        let threadsPerGroup: Int
+        let base: Int64
+    }
+
+    /// 1,000 groups of 50 members, 5 threads each, app default replies = SUBSCRIBE_TO_SUBSCRIBED_THREADS.
+    func prepareChat() throws -> (keys: [String: String], chat: Chat) {
+        let keys = try makeApp("bench")
+        let chat = Chat(groups: options.quick ? 200 : 1000, members: 50, threadsPerGroup: 5,
+                        base: Int64(time(nil)) * 1000 - 3_600_000)
+        let connection = BenchConnection(host: host, port: port)
+        let settings = try connection.request("PATCH", "/v1/settings/notifications", token: keys["server"],
+                                              json: #"{"groupPreferences":{"replies":{"value":"SUBSCRIBE_TO_SUBSCRIBED_THREADS"}}}"#)
+        guard settings.status == 200 else { throw BenchError("settings: \(settings.status) \(settings.text)") }
+        print("W1 setup: \(chat.groups) groups × \(chat.members) members, \(chat.threadsPerGroup) threads each …")
+        let groups = Ticket(limit: chat.groups)
+        let host = self.host, port = self.port
+        let memberSetup = runLoad(workers: 4) { _, log in
+            guard let group = groups.take() else { return false }
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            let members = (0..<chat.members).map { "\"u\(group)-\($0)\"" }.joined(separator: ",")
+            let started = now()
+            let reply = try connection.request("PUT", "/v1/groups/g\(group)/members", token: keys["server"],
+                                               json: "{\"members\":[\(members)]}")
+            log.record(started, ok: reply.status == 200, error: reply.text)
+            return true
+        }
+        guard memberSetup.errors == 0 else { throw BenchError("member setup failed") }
+        var parents: [String] = []
+        for group in 0..<chat.groups {
+            for thread in 0..<chat.threadsPerGroup {
+                parents.append(Self.message(event: "p-\(group)-\(thread)", id: "p\(group)-\(thread)", sender: "u\(group)-\(thread)",
+                                            group: group, parent: nil, at: chat.base, mention: nil))
+            }
+        }
+        for start in stride(from: 0, to: parents.count, by: 100) {
+            let reply = try connection.request("POST", "/v1/events", token: keys["ingest"], contentType: "application/cloudevents-batch+json",
+                                               body: Array(("[" + parents[start..<min(parents.count, start + 100)].joined(separator: ",") + "]").utf8))
+            guard reply.status == 200 else { throw BenchError("parents: \(reply.status) \(reply.text)") }
+        }
+        return (keys, chat)
+    }
+
+    static func message(event: String, id: String, sender: String, group: Int, parent: String?, at: Int64, mention: String?) -> String {
+        var data = "\"id\":\"\(id)\",\"sender\":\"\(sender)\",\"receiverType\":\"group\",\"receiver\":\"g\(group)\","
+        if let parent { data += "\"parentId\":\"\(parent)\"," }
+        data += "\"sentAt\":\(at),\"text\":\"message \(id) of the bench, long enough to look like chat\","
+        data += "\"mentions\":[\(mention.map { "\"\($0)\"" } ?? "")],\"mentionsAll\":false"
+        return "{\"specversion\":\"1.0\",\"id\":\"\(event)\",\"source\":\"bench\",\"type\":\"message.created\",\"data\":{\(data)}}"
+    }
+
+    /// Reply number n: a random member replies in a random thread; one in ten mentions a member.
+    static func reply(_ n: Int, chat: Chat) -> String {
+        var random = SplitMix(seed: UInt64(n))
+        let group = random.next(chat.groups), thread = random.next(chat.threadsPerGroup)
+        let sender = random.next(chat.members)
+        let mention = random.next(10) == 0 ? "u\(group)-\(random.next(chat.members))" : nil
+        return message(event: "r-\(n)", id: "rm-\(n)", sender: "u\(group)-\(sender)", group: group, parent: "p\(group)-\(thread)",
+                       at: chat.base + 1000 + Int64(n), mention: mention)
+    }
+
+    /// Posts `body`, retrying on 429/503 (as a bus would); false unless every event was accepted.
+    static func post(_ connection: BenchConnection, key: String?, contentType: String, body: [UInt8], expect: Int,
+                     retries: inout Int) throws -> Bool {
+        while true {
+            let reply = try connection.request("POST", "/v1/events", token: key, contentType: contentType, body: body)
+            if reply.status == 429 || reply.status == 503 {
+                retries += 1
+                usleep(20_000)
+                continue
+            }
+            if contentType == "application/cloudevents+json" { return reply.status == 200 || reply.status == 202 }
+            return reply.status == 200 && reply.text.hasPrefix("{\"accepted\":\(expect),")
+        }
+    }
+
+    func ingestBatches(keys: [String: String], chat: Chat) throws {
+        let total = options.quick ? 20_000 : 60_000
+        let batches = Ticket(limit: total / 100)
+        let host = self.host, port = self.port
+        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = 'bench'")
+        let rowsBefore = try rowsWritten()
+        if let pid = heraldPID { resetPeakMemory(pid) }
+        print("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
+        let retries = Counter()
+        let result = runLoad(workers: 4) { _, log in
+            guard let batch = batches.take() else { return false }
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            let body = "[" + (batch * 100..<(batch + 1) * 100).map { Self.reply($0, chat: chat) }.joined(separator: ",") + "]"
+            let started = now()
+            var retried = 0
+            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents-batch+json",
+                                   body: Array(body.utf8), expect: 100, retries: &retried)
+            retries.add(retried)
+            log.record(started, ok: ok, count: 100, error: "a batch was not wholly accepted")
+            return true
+        }
+        let peak = heraldPID.map { processMemory($0, "VmHWM") } ?? 0
+        usleep(1_500_000)
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = 'bench'") - jobsBefore
+        let written = try rowsWritten() - rowsBefore
+        let rowsPerSecond = Double(written) / result.seconds
+        add("W1 ingest: batches of 100, 4 connections", format(result.perSecond) + " events/s", result,
+            goal: "≥ 3,000 events/s (stretch 5,000)", met: result.perSecond >= 3000 && result.errors == 0)
+        add("W1 jobs produced", format(Double(jobs) / result.seconds) + " jobs/s", nil)
+        add("W1 database rows written", format(rowsPerSecond) + " rows/s",
+            nil, goal: l2RowsPerSecond > 0 ? "ratio to L2: " + format(rowsPerSecond / l2RowsPerSecond, digits: 2) : "")
+        if heraldPID != nil {
+            add("W1 Herald peak RSS", format(Double(peak) / 1_048_576, digits: 1) + " MB", nil, goal: "≤ 150 MB", met: peak <= 150 << 20)
+        }
+        notes.append("W1: \(format(Double(total))) events, \(result.errors) failed batches, \(retries.value) retries after 429/503, "
+                     + "\(format(Double(jobs))) jobs, \(format(Double(written))) rows written in \(format(result.seconds, digits: 1)) s.")
+    }
+
+    func ingestSingles(keys: [String: String], chat: Chat) throws {
+        let total = options.quick ? 5_000 : 20_000
+        let events = Ticket(limit: total)
+        let host = self.host, port = self.port
+        print("W2: \(format(Double(total))) replies one per request, 32 connections …")
+        let retries = Counter()
+        let result = runLoad(workers: 32) { _, log in
+            guard let n = events.take() else { return false }
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            let body = Self.reply(1_000_000 + n, chat: chat)
+            let started = now()
+            var retried = 0
+            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents+json",
+                                   body: Array(body.utf8), expect: 1, retries: &retried)
+            retries.add(retried)
+            log.record(started, ok: ok, error: "an event was not accepted")
+            return true
+        }
+        add("W2 ingest: one event per request, 32 connections", format(result.perSecond) + " events/s", result)
+        notes.append("W2: \(format(Double(total))) events, \(result.errors) failed, \(retries.value) retries after 429/503.")
+    }
+
+    // MARK: W3, a big group
+
+    func bigFanout() throws -> [String: String] {
+        let members = options.quick ? 20_000 : 100_000
+        let keys = try makeApp("bench-big")
+        let connection = BenchConnection(host: host, port: port)
+        print("W3 setup: a group of \(format(Double(members))) members and its first message …")
+        let list = (0..<members).map { "\"b\($0)\"" }.joined(separator: ",")
+        let put = try connection.request("PUT", "/v1/groups/big/members", token: keys["server"], json: "{\"members\":[\(list)]}")
+        guard put.status == 200 else { throw BenchError("big group: \(put.status) \(put.text)") }
+        let base = Int64(time(nil)) * 1000 - 60_000
+        func send(_ event: String) throws {
+            let reply = try connection.request("POST", "/v1/events", token: keys["ingest"], contentType: "application/cloudevents+json",
+                                               body: Array(event.utf8))
+            guard reply.status == 200 || reply.status == 202 else { throw BenchError("big post: \(reply.status) \(reply.text)") }
+        }
+        let db = try database()
+        func waitDone(_ eventID: String) throws {
+            while try db.query("SELECT coalesce(bool_and(done), false) FROM fanout_tasks WHERE app = 'bench-big' AND event_id = $1",
+                               [eventID])[0].decode(0, as: Bool.self) == false {
+                usleep(10_000)
+            }
+        }
+        var parent = Self.message(event: "big-p", id: "bigp", sender: "b0", group: 0, parent: nil, at: base, mention: nil)
+        parent = parent.replacing("\"receiver\":\"g0\"", with: "\"receiver\":\"big\"")
+        try send(parent)
+        try waitDone("big-p")
+        print("W3: one reply …")
+        var reply = Self.message(event: "big-r", id: "bigr", sender: "b1", group: 0, parent: "bigp", at: base + 1000, mention: nil)
+        reply = reply.replacing("\"receiver\":\"g0\"", with: "\"receiver\":\"big\"")
+        let started = now()
+        try send(reply)
+        try waitDone("big-r")
+        let seconds = Double(now() - started) / 1_000_000_000
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = 'bench-big' AND event_id = 'big-r'")
+        add("W3 fan-out: one reply to \(format(Double(members))) members", format(seconds, digits: 2) + " s to commit all jobs",
+            nil, goal: "≤ 5 s", met: seconds <= 5 && jobs == members - 1)
+        notes.append("W3: \(format(Double(jobs))) jobs committed, \(format(Double(jobs) / seconds)) jobs/s.")
+        return keys
+    }
+
+    // MARK: W5, jobs
+
+    func jobs(keys: [String: String]) throws {
+        let ready = try count("SELECT count(*) FROM jobs WHERE app = 'bench-big' AND state = 'ready'")
+        print("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready …")
+        let host = self.host, port = self.port
+        let worker = keys["worker"]
+        let result = runLoad(workers: 4, seconds: options.seconds) { _, log in
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            let started = now()
+            let claimed = try connection.request("POST", "/v1/jobs/claim", token: worker, json: #"{"max":100,"leaseSeconds":60}"#)
+            guard claimed.status == 200 else { throw BenchError("claim: \(claimed.status)") }
+            let handles = Self.jobHandles(claimed.body)
+            if handles.isEmpty { return false }
+            let ack = "{\"jobs\":[" + handles.map { "{\"id\":\"\($0.id)\",\"attempt\":\($0.attempt)}" }.joined(separator: ",") + "]}"
+            let acked = try connection.request("POST", "/v1/jobs/ack", token: worker, json: ack)
+            log.record(started, ok: acked.status == 200 && acked.text.hasPrefix("{\"acked\":\(handles.count),"), count: handles.count,
+                       error: "ack: \(acked.status) \(acked.text.prefix(200))")
+            return true
+        }
+        add("W5 jobs: 4 workers, claim 100 + ack (per round)", format(result.perSecond) + " jobs/s", result,
+            goal: "≥ 20,000 jobs/s", met: result.perSecond >= 20_000)
+    }
+
+    /// The (id, attempt) of each job of a claim's answer, read without a JSON parser: every job is
+    /// a jsonb object whose first key is "id" and which has one top-level "attempt".
+    static func jobHandles(_ body: [UInt8]) -> [(id: String, attempt: Int)] {
+        let text = String(decoding: body, as: UTF8.self)
+        var ids: [String] = []
+        var attempts: [Int] = []
+        var rest = text[...]
+        while let range = rest.firstRange(of: "{\"id\": \"j") {
+            let after = rest[range.upperBound...]
+            let end = after.firstIndex(of: "\"")!
+            ids.append("j" + after[..<end])
+            rest = after[end...]
+        }
+        rest = text[...]
+        while let range = rest.firstRange(of: "\"attempt\": ") {
+            let after = rest[range.upperBound...]
+            let digits = after.prefix { $0.isNumber }
+            attempts.append(Int(digits) ?? 1)
+            rest = after[digits.endIndex...]
+        }
+        return zip(ids, attempts).map { ($0, $1) }
+    }
+
+    // MARK: W4, the inbox
+
+    func inbox() throws {
+        let threads = options.quick ? 100_000 : 1_000_000
+        print("W4 setup: \(format(Double(threads))) threads, \(format(Double(threads * 5))) subscriptions (a few minutes) …")
+        try run(["psql", databaseURL, "-q", "-v", "app=bench-inbox", "-v", "threads=\(threads)", "-v", "groups=\(threads / 100)", "-v", "per_group=20",
+                 "-v", "subs_per_thread=5", "-v", "heavy_threads=5000", "-f", "scripts/inbox-data.sql"], logPath: "/dev/null")
+        try database().execute(unsafeSQL: "VACUUM ANALYZE subscriptions")
+        let keys = try makeApp("bench-inbox")
+        let connection = BenchConnection(host: host, port: port)
+        var cursor = ""
+        // The deep page starts after 4,000 threads.
+        for _ in 0..<4 {
+            let page = try connection.request("GET", "/v1/users/heavy/threads?limit=1000" + (cursor.isEmpty ? "" : "&cursor=" + cursor),
+                                              token: keys["server"])
+            guard page.status == 200 else { throw BenchError("inbox paging: \(page.status) \(page.text.prefix(200))") }
+            guard let next = field(page.text, "next") else { break }
+            cursor = next
+        }
+        let host = self.host, port = self.port
+        for connections in [1, 4] {
+            for (label, query) in [("first", "limit=30"), ("deep", "limit=30&cursor=" + cursor)] {
+                print("W4: \(label) page, \(connections) connection(s) …")
+                let result = runLoad(workers: connections, seconds: options.seconds / 2) { _, log in
+                    let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+                    let started = now()
+                    let reply = try connection.request("GET", "/v1/users/heavy/threads?" + query, token: keys["server"])
+                    log.record(started, ok: reply.status == 200, error: "status \(reply.status)")
+                    return true
+                }
+                add("W4 inbox: \(label) page of 30, \(connections) connection(s)", format(result.perSecond) + " req/s", result,
+                    goal: "p99 ≤ 10 ms", met: result.percentile(0.99) <= 10 && result.errors == 0)
+            }
+        }
+    }
+}
+
+/// Each load thread's own connections, made on first use.
+enum ThreadLocalConnections {
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
+
+    final class Box {
+        var connections: [BenchConnection] = []
+    }
+
+    static func get(host: String, port: Int, count: Int) -> [BenchConnection] {
+        let box: Box
+        if let pointer = pthread_getspecific(key) {
+            box = Unmanaged<Box>.fromOpaque(pointer).takeUnretainedValue()
+        } else {
+            box = Box()
+            pthread_setspecific(key, Unmanaged.passRetained(box).toOpaque())
+        }
+        while box.connections.count < count { box.connections.append(BenchConnection(host: host, port: port)) }
+        return box.connections
+    }
+}
+
+/// A deterministic generator, so every run posts the same events.
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &* 0x9E37_79B9_7F4A_7C15 &+ 1 }
+    mutating func next(_ bound: Int) -> Int {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        z ^= z >> 31
+        return Int(z % UInt64(bound))
+    }
+}
+
+final class Counter: Sendable {
+    private let total = Mutex(0)
+    func add(_ amount: Int) { total.withLock { $0 += amount } }
+    var value: Int { total.withLock { $0 } }
+}
