@@ -271,6 +271,13 @@ extension JSONValue {
 
     /// Appends `text` as a JSON string literal.
     public static func writeString(_ text: String, to out: inout String) {
+        // Most strings need no escape: append them whole.
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out += "\""
+            out += text
+            out += "\""
+            return
+        }
         out += "\""
         for scalar in text.unicodeScalars {
             switch scalar {

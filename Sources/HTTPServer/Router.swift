@@ -23,6 +23,8 @@ public struct Router<Value: Sendable>: Sendable {
     }
 
     private var routes: [Route] = []
+    /// Routes by their count of segments: a path is compared only with patterns of its length.
+    private var routesByLength: [Int: [Route]] = [:]
 
     public init() {}
 
@@ -41,7 +43,9 @@ public struct Router<Value: Sendable>: Sendable {
         }
         precondition(!routes.contains { $0.method == method && $0.segments == segments },
                      "route \(method) \(pattern) registered twice")
-        routes.append(Route(method: method, pattern: pattern, segments: segments, value: value))
+        let route = Route(method: method, pattern: pattern, segments: segments, value: value)
+        routes.append(route)
+        routesByLength[segments.count, default: []].append(route)
     }
 
     /// Finds the route for `method` and `path`.
@@ -50,7 +54,7 @@ public struct Router<Value: Sendable>: Sendable {
         var best: (route: Route, parameters: [String: String])?
         var bestForAnyMethod: Route?
         var allowed: [String] = []
-        for route in routes {
+        for route in routesByLength[parts.count] ?? [] {
             guard let parameters = Self.bind(route.segments, to: parts) else { continue }
             if let current = bestForAnyMethod {
                 if Self.isMoreSpecific(route.segments, than: current.segments) { bestForAnyMethod = route }
@@ -82,15 +86,16 @@ public struct Router<Value: Sendable>: Sendable {
 
     private static func bind(_ segments: [Segment], to parts: [String]) -> [String: String]? {
         guard segments.count == parts.count else { return nil }
-        var parameters: [String: String] = [:]
+        // Literals first, so a mismatch costs no allocation.
         for (segment, part) in zip(segments, parts) {
             switch segment {
-            case .literal(let literal):
-                if literal != part { return nil }
-            case .parameter(let name):
-                if part.isEmpty { return nil }
-                parameters[name] = part
+            case .literal(let literal): if literal != part { return nil }
+            case .parameter: if part.isEmpty { return nil }
             }
+        }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, parts) {
+            if case .parameter(let name) = segment { parameters[name] = part }
         }
         return parameters
     }

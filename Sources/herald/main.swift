@@ -11,4 +11,6 @@ while let entry = pointer.pointee {
     }
     pointer += 1
 }
-exit(CommandLineTool(arguments: CommandLine.arguments, environment: environment).run())
+let status = CommandLineTool(arguments: CommandLine.arguments, environment: environment).run()
+Logger.flush()
+exit(status)

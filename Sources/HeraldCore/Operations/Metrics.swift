@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HTTPServer
 import Postgres
 import Synchronization
 
@@ -32,8 +33,8 @@ public final class Metrics: Sendable {
         case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
     }
 
-    private let routes = Mutex<[RouteKey: RouteStats]>([:])
-    private let counters = Mutex<[Int]>(Array(repeating: 0, count: Counter.allCases.count))
+    private let routes = Lock<[RouteKey: RouteStats]>([:])
+    private let counters = Lock<[Int]>(Array(repeating: 0, count: Counter.allCases.count))
     private let startedAt = currentTimeMilliseconds()
 
     public init() {}
