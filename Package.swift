@@ -17,13 +17,16 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
+        // A lock that stays in user space under contention (glibc's pthread mutex).
+        .target(name: "Locking", swiftSettings: strict),
+
         // One Swift module per wrapped library; all unsafe code lives in these.
-        .target(name: "Postgres", dependencies: ["CLibPQ"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CLibPQ", "Locking"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The domain, organised by capability.
-        .target(name: "HeraldCore", dependencies: ["Postgres", "HTTPServer", "Secrets"], swiftSettings: strict),
+        .target(name: "HeraldCore", dependencies: ["Postgres", "HTTPServer", "Secrets", "Locking"], swiftSettings: strict),
 
         // The small executable: configuration, migrations, serve, CLI.
         .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),

@@ -1,4 +1,5 @@
 import Dispatch
+import Locking
 import Synchronization
 
 /// A fixed-size pool of connections, handed out exclusively to blocking callers.
@@ -33,7 +34,7 @@ public final class PostgresPool: Sendable {
 
     public let configuration: Configuration
     private let slots: DispatchSemaphore
-    private let state = Mutex(State())
+    private let state = Lock(State())
     private let inUseCount = Atomic<Int>(0)
     private let waitingCount = Atomic<Int>(0)
 

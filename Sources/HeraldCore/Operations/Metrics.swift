@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import HTTPServer
+import Locking
 import Postgres
 import Synchronization
 

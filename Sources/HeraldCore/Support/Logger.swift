@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import HTTPServer
+import Locking
 import Synchronization
 
 /// Severity of a log line.
