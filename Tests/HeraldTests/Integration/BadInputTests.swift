@@ -68,6 +68,23 @@ struct BadInputTests {
         #expect(response.status == 201)
     }
 
+    @Test("U+0000 that PostgreSQL could not hold is a 400, never a 500: a key label, a forged cursor")
+    func nulInTextParameters() throws {
+        let app = try environment.makeApp()
+        let label = try client.post("/v1/apps/\(app.id)/keys", token: admin, json: #"{"role": "server", "label": "a\u0000b"}"#)
+        #expect(label.status == 400)
+        #expect(label.errorParams["field"] as? String == "label")
+        func forged(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
+        }
+        for (path, token) in [("/v1/apps?cursor=" + forged("apps\u{1F}a\u{0}"), admin),
+                              ("/v1/groups/g1/members?cursor=" + forged("members\u{1F}\u{0}"), app.serverKey)] {
+            let response = try client.get(path, token: token)
+            #expect(response.status == 400, "\(path): \(response.text)")
+            #expect(response.errorParams["field"] as? String == "cursor")
+        }
+    }
+
     @Test("a whole number written 3.0 is an integer in every body, as JSON Schema (and the OpenAPI document) says")
     func wholeNumberFractions() throws {
         let app = try environment.makeApp()
