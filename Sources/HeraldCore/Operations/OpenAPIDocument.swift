@@ -191,7 +191,7 @@ enum OpenAPIDocument {
                         "type": ["string", "null"],
                         "maxLength": 200,
                         "pattern": "^[^\\u0000]*$",
-                        "description": "At most 200 characters, without U+0000."
+                        "description": "At most 200 characters (Unicode scalars), without U+0000."
                       }
                     }
                   }

@@ -68,6 +68,19 @@ struct BadInputTests {
         #expect(response.status == 201)
     }
 
+    @Test("a key label is at most 200 Unicode scalars, as the document's maxLength counts, not 200 Characters")
+    func labelLength() throws {
+        let app = try environment.makeApp()
+        func create(_ label: String) throws -> HTTPResult {
+            try client.post("/v1/apps/\(app.id)/keys", token: admin, json: Events.json(["role": "server", "label": label]))
+        }
+        #expect(try create(String(repeating: "e", count: 200)).status == 201)
+        let combining = String(repeating: "e\u{301}", count: 150)  // 150 Characters, 300 scalars
+        let refused = try create(combining)
+        #expect(refused.status == 400)
+        #expect(refused.errorParams["field"] as? String == "label")
+    }
+
     @Test("U+0000 that PostgreSQL could not hold is a 400, never a 500: a key label, a forged cursor")
     func nulInTextParameters() throws {
         let app = try environment.makeApp()
