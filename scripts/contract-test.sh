@@ -2,7 +2,8 @@
 # Contract tests: schemathesis (pinned in scripts/requirements-test.txt, installed into a venv
 # under .build) checks the live `herald serve` against the OpenAPI document it serves at
 # GET /openapi.json, over every documented route. A run fails on any 5xx, any response that does
-# not match its documented schema, content type or headers, and any undocumented status code.
+# not match its documented schema, content type or headers, any undocumented status code, and
+# any request the document calls invalid that the server accepts.
 #
 #   bash scripts/contract-test.sh            alone: builds herald, starts a throwaway PostgreSQL
 #   DATABASE_URL=… bash scripts/contract-test.sh   against that database (scripts/test.sh does this)
@@ -97,13 +98,15 @@ PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_seed.py "$base" "$
 seed=${HERALD_CONTRACT_SEED:-1}
 [ "$seed" = random ] && seed=$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')
 # Checks named one by one: the run fails on 5xx, undocumented statuses and responses (body,
-# content type, headers) that do not match the document; it does not judge which inputs the
-# server accepts. Long-poll claims wait at most 30 s: the timeout leaves room (and the hooks
-# shorten the waits, see scripts/contract_hooks.py).
+# content type, headers) that do not match the document, and on a request the document calls
+# invalid that the server accepts (negative_data_rejection). Not positive_data_acceptance: some
+# rules are stated only in words (from <= to, a mute in the future, guid or uid, what a cursor
+# holds), so schema-valid requests may rightly get a 400. Long-poll claims wait at most 30 s:
+# the timeout leaves room (and the hooks shorten the waits, see scripts/contract_hooks.py).
 st_run() {
   (cd "$out" && export SCHEMATHESIS_HOOKS="$root/scripts/contract_hooks.py" HERALD_CONTRACT_APP="$app" PYTHONDONTWRITEBYTECODE=1 &&
     "$venv/bin/st" --config-file "$root/scripts/schemathesis.toml" run "$base/openapi.json" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,negative_data_rejection \
     --workers 1 --request-timeout 35 --max-examples "${HERALD_CONTRACT_EXAMPLES:-50}" --seed "$seed" \
     --generation-database none --no-color --output-truncate true "$@")
 }
