@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # `make test`: install what is missing, start a throwaway PostgreSQL cluster, run the tests,
-# and stop the cluster on every exit path. Extra arguments go to `swift test` (e.g. --filter).
+# then the contract tests (scripts/contract-test.sh: schemathesis against the live server), and
+# stop the cluster on every exit path. Extra arguments go to `swift test` (e.g. --filter) and
+# skip the contract tests, as does HERALD_SKIP_CONTRACT=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -17,3 +19,6 @@ export DATABASE_URL
 export HERALD_PG_SCRIPT="$PWD/scripts/pg.sh"
 swift build --build-tests
 swift test --skip-build --disable-xctest "$@"
+if [ $# -eq 0 ] && [ "${HERALD_SKIP_CONTRACT:-0}" != 1 ]; then
+  HERALD_BIN="$(swift build --show-bin-path)/herald" scripts/contract-test.sh
+fi

@@ -2,7 +2,9 @@
 ///
 /// Faster than going through `Decodable` for free-form input (the ingest path validates every
 /// field by hand, to name the exact path of a bad one), and it keeps integers apart from
-/// fractions. Nesting is limited to `maxDepth` so hostile input cannot exhaust the stack.
+/// fractions: a number is `.int` when its value is whole (`3`, but also `3.0` and `3e2`, which
+/// JSON Schema calls integers too), `.double` otherwise. Nesting is limited to `maxDepth` so
+/// hostile input cannot exhaust the stack.
 public struct JSONParser {
     public struct SyntaxError: Error, Sendable, Equatable {
         public let offset: Int
@@ -230,7 +232,7 @@ public struct JSONParser {
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let value = Int(text) { return .int(value) }
         guard let value = Double(text) else { throw error("invalid number") }
-        return .double(value)
+        return .number(value, text: text)
     }
 }
 

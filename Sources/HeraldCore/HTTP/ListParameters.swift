@@ -77,6 +77,9 @@ public enum Cursor {
             else { throw invalid }
         }
         guard parts.count == fieldCount + 1, parts[0] == kind else { throw invalid }
+        // Unsigned cursors are the client's to forge: a NUL could never be a position (PostgreSQL
+        // text cannot hold one, so it could not even be compared with one).
+        guard !parts.contains(where: { $0.utf8.contains(0) }) else { throw invalid }
         return Array(parts.dropFirst())
     }
 

@@ -141,17 +141,23 @@ public struct IngestStore: Sendable {
             """, [app, keys])
     }
 
+    /// Keeps what is known of each rejected event for `GET /v1/events/rejected`. PostgreSQL's text
+    /// and jsonb cannot hold U+0000, which a rejected event may well contain (in its id, source or
+    /// type too: that is why it was rejected), so the stored copy shows U+FFFD in its place.
     func recordRejections(_ rejected: [(EventRejection, String?, String?, String?, JSONValue)], app: String,
                           on connection: PostgresConnection) throws {
+        func storable(_ text: String?) -> String? {
+            guard let text, text.unicodeScalars.contains("\u{0}") else { return text }
+            return String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
+        }
+        func storable(_ json: JSONValue) -> String { json.jsonText.replacing("\\u0000", with: "\\ufffd") }
         try connection.query("""
             INSERT INTO rejected_events (app, source, id, type, error, event)
             SELECT $1, s, i, t, e::jsonb, r::jsonb
               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)
              ORDER BY n
-            """, [app, rejected.map(\.1), rejected.map(\.2), rejected.map(\.3),
-                  rejected.map { $0.0.errorJSON.jsonText },
-                  // jsonb cannot hold U+0000: the stored copy shows U+FFFD in its place.
-                  rejected.map { $0.4.jsonText.replacing("\\u0000", with: "\\ufffd") }])
+            """, [app, rejected.map { storable($0.1) }, rejected.map { storable($0.2) }, rejected.map { storable($0.3) },
+                  rejected.map { storable($0.0.errorJSON) }, rejected.map { storable($0.4) }])
     }
 }
 

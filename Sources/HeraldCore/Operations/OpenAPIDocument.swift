@@ -187,7 +187,12 @@ enum OpenAPIDocument {
                     "required": ["role"],
                     "properties": {
                       "role": {"$ref": "\u0023/components/schemas/Role"},
-                      "label": {"type": ["string", "null"], "maxLength": 200, "description": "At most 200 characters."}
+                      "label": {
+                        "type": ["string", "null"],
+                        "maxLength": 200,
+                        "pattern": "^[^\\u0000]*$",
+                        "description": "At most 200 characters (Unicode scalars), without U+0000."
+                      }
                     }
                   }
                 }
@@ -1344,6 +1349,7 @@ enum OpenAPIDocument {
           },
           "RejectedEvent": {
             "type": "object",
+            "description": "What was known of a rejected event. Text is kept as received, except U+0000, which PostgreSQL cannot store: it is listed as U+FFFD (the ingest response echoes it as sent).",
             "required": ["id", "source", "type", "error", "receivedAt", "event"],
             "properties": {
               "id": {"type": ["string", "null"]},

@@ -50,8 +50,9 @@ enum TenancyAPI {
         guard let role = Role(rawValue: body.role) else {
             throw HTTPError.badRequest("role must be ingest, worker or server", field: "role")
         }
-        if let label = body.label, label.count > 200 {
-            throw HTTPError.badRequest("label must be at most 200 characters", field: "label")
+        // Counted in Unicode scalars, as JSON Schema's maxLength (and ids) count, not in Characters.
+        if let label = body.label, label.unicodeScalars.count > 200 || label.utf8.contains(0) {
+            throw HTTPError.badRequest("label must be at most 200 characters, without U+0000", field: "label")
         }
         let app = context.parameter("app")
         let services = context.services

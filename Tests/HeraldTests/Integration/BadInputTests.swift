@@ -68,6 +68,73 @@ struct BadInputTests {
         #expect(response.status == 201)
     }
 
+    @Test("a key label is at most 200 Unicode scalars, as the document's maxLength counts, not 200 Characters")
+    func labelLength() throws {
+        let app = try environment.makeApp()
+        func create(_ label: String) throws -> HTTPResult {
+            try client.post("/v1/apps/\(app.id)/keys", token: admin, json: Events.json(["role": "server", "label": label]))
+        }
+        #expect(try create(String(repeating: "e", count: 200)).status == 201)
+        let combining = String(repeating: "e\u{301}", count: 150)  // 150 Characters, 300 scalars
+        let refused = try create(combining)
+        #expect(refused.status == 400)
+        #expect(refused.errorParams["field"] as? String == "label")
+    }
+
+    @Test("U+0000 that PostgreSQL could not hold is a 400, never a 500: a key label, a forged cursor")
+    func nulInTextParameters() throws {
+        let app = try environment.makeApp()
+        let label = try client.post("/v1/apps/\(app.id)/keys", token: admin, json: #"{"role": "server", "label": "a\u0000b"}"#)
+        #expect(label.status == 400)
+        #expect(label.errorParams["field"] as? String == "label")
+        func forged(_ text: String) -> String {
+            Data(text.utf8).base64EncodedString().replacing("+", with: "-").replacing("/", with: "_").replacing("=", with: "")
+        }
+        for (path, token) in [("/v1/apps?cursor=" + forged("apps\u{1F}a\u{0}"), admin),
+                              ("/v1/groups/g1/members?cursor=" + forged("members\u{1F}\u{0}"), app.serverKey)] {
+            let response = try client.get(path, token: token)
+            #expect(response.status == 400, "\(path): \(response.text)")
+            #expect(response.errorParams["field"] as? String == "cursor")
+        }
+    }
+
+    @Test("a whole number written 3.0 is an integer in every body, as JSON Schema (and the OpenAPI document) says")
+    func wholeNumberFractions() throws {
+        let app = try environment.makeApp()
+        func send(_ method: String, _ path: String, _ body: String) throws -> HTTPResult {
+            try client.send(method, path, token: app.serverKey, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        }
+        let later = nowMilliseconds() + 3_600_000
+        let members = try send("PUT", "/v1/groups/g1/members", #"{"members": ["alice", 42.0]}"#)
+        #expect(members.status == 200, "\(members.text)")
+        let listed = try client.get("/v1/groups/g1/members", token: app.serverKey).json["data"] as? [[String: Any]]
+        #expect(listed?.compactMap { $0["uid"] as? String }.sorted() == ["42", "alice"])
+        let lookup = try send("POST", "/v1/users/alice/subscriptions/lookup", #"{"messageIds": [7.0]}"#)
+        #expect((lookup.json["data"] as? [String: Any])?["7"] as? Bool == false)
+        let settings = try send("PATCH", "/v1/settings/notifications", #"{"largeGroupThreshold": 50.0}"#)
+        #expect(settings.json["largeGroupThreshold"] as? Int == 50)
+        let preferences = try send("PATCH", "/v1/users/alice/preferences", """
+            {"groupPreferences": {"messages": 3.0}, "mutePreferences": {"schedule": {"monday": {"from": 900.0, "to": 1.7e3}}}}
+            """)
+        #expect(preferences.status == 200, "\(preferences.text)")
+        #expect((preferences.json["groupPreferences"] as? [String: Any])?["messages"] as? String == "SUBSCRIBE_TO_MENTIONS")
+        let monday = ((preferences.json["mutePreferences"] as? [String: Any])?["schedule"] as? [String: Any])?["monday"] as? [String: Any]
+        #expect(monday?["from"] as? Int == 900)
+        #expect(monday?["to"] as? Int == 1700)
+        let mutes = try send("PUT", "/v1/users/alice/mutes", #"{"conversations": [{"id": 5.0, "type": "group", "until": \#(later).0}]}"#)
+        #expect((mutes.json["conversations"] as? [[String: Any]])?.first?["id"] as? String == "5", "\(mutes.text)")
+        let claim = try send("POST", "/v1/jobs/claim", #"{"max": 10.0, "leaseSeconds": 30.0, "waitSeconds": 0.0}"#)
+        #expect(claim.status == 200, "\(claim.text)")
+        let ack = try send("POST", "/v1/jobs/ack", #"{"jobs": [{"id": "j1", "attempt": 1.0}]}"#)
+        #expect(ack.json["stale"] as? [String] == ["j1"], "\(ack.text)")
+        let fail = try send("POST", "/v1/jobs/fail", #"{"jobs": [{"id": "j1", "attempt": 2.0, "retryAfterSeconds": 5.0}]}"#)
+        #expect(fail.json["stale"] as? [String] == ["j1"], "\(fail.text)")
+        // A fraction is still not an integer.
+        let fraction = try send("POST", "/v1/jobs/claim", #"{"max": 10.5}"#)
+        #expect(fraction.status == 400)
+        #expect(fraction.errorParams["field"] as? String == "max")
+    }
+
     @Test("an unknown route is 404 and a wrong method 405, before any token check")
     func routes() throws {
         let missing = try client.get("/v1/nope")

@@ -268,6 +268,37 @@ struct IngestTests {
         #expect(admin.status == 400)
     }
 
+    @Test("U+0000 in a rejected event's id, source or type: 200, echoed as sent, listed with U+FFFD")
+    func nulInRejectedAttributes() throws {
+        let app = try environment.makeApp()
+        // Raw JSON: the NULs must reach Herald as \u0000 escapes.
+        let body = #"""
+            [{"specversion": "1.0", "id": "a\u0000b", "source": "s\u0000", "type": "x\u0000", "data": {}},
+             {"specversion": "1.0", "id": "e1", "source": "chat\u0000", "type": "message.created", "data": {}}]
+            """#
+        let response = try client.post("/v1/events", token: app.ingestKey, json: body)
+        #expect(response.status == 200)
+        let items = results(response)
+        #expect(items.map { $0["status"] as? String } == ["rejected", "rejected"])
+        #expect(items.first?["id"] as? String == "a\u{0}b")
+        #expect(items.first?["source"] as? String == "s\u{0}")
+        #expect(items.last?["source"] as? String == "chat\u{0}")
+        let listed = try client.get("/v1/events/rejected", token: app.serverKey)
+        #expect(listed.status == 200)
+        let rows = listed.json["data"] as? [[String: Any]] ?? []
+        #expect(rows.count == 2)
+        let first = try #require(rows.last, "newest first")
+        #expect(first["id"] as? String == "a\u{FFFD}b")
+        #expect(first["source"] as? String == "s\u{FFFD}")
+        #expect(first["type"] as? String == "x\u{FFFD}")
+        #expect((first["event"] as? [String: Any])?["id"] as? String == "a\u{FFFD}b")
+        // Binary mode takes the attributes from headers, where a NUL can arrive too.
+        let binary = try client.send("POST", "/v1/events", token: app.ingestKey,
+                                     headers: ["ce-specversion": "1.0", "ce-id": "h\u{0}1", "ce-source": "chat", "ce-type": "message.created"])
+        #expect(binary.status == 200)
+        #expect(results(binary).first?["status"] as? String == "rejected")
+    }
+
     @Test("ids that differ only in byte form are different events and messages")
     func byteWiseIds() throws {
         let app = try environment.makeApp()

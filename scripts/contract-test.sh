@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Contract tests: schemathesis (pinned in scripts/requirements-test.txt, installed into a venv
+# under .build) checks the live `herald serve` against the OpenAPI document it serves at
+# GET /openapi.json, over every documented route. A run fails on any 5xx, any response that does
+# not match its documented schema, content type or headers, any undocumented status code, and
+# any request the document calls invalid that the server accepts.
+#
+#   bash scripts/contract-test.sh            alone: builds herald, starts a throwaway PostgreSQL
+#   DATABASE_URL=… bash scripts/contract-test.sh   against that database (scripts/test.sh does this)
+#
+# Environment: HERALD_BIN (a built herald; default: swift build's debug one), HERALD_VENV (the
+# venv, default .build/venv), HERALD_CONTRACT_SEED (default 1; "random" for a new one each run),
+# HERALD_CONTRACT_EXAMPLES (generated cases per operation and phase, default 50).
+# The server's log is kept in .build/contract/server.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+tmp=$(mktemp -d /tmp/herald-contract.XXXXXX)
+out="$root/.build/contract"
+mkdir -p "$out"
+server_pid=
+own_cluster=
+cleanup() {
+  local status=$?
+  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  if [ -n "$own_cluster" ]; then scripts/pg.sh stop "$tmp/pg" >/dev/null 2>&1 || true; fi
+  rm -rf "$tmp"
+  exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# The herald binary.
+if [ -z "${HERALD_BIN:-}" ]; then
+  scripts/deps.sh
+  swift build --product herald
+  HERALD_BIN="$(swift build --show-bin-path)/herald"
+fi
+
+# The database: the caller's, or a throwaway cluster.
+if [ -z "${DATABASE_URL:-}" ]; then
+  scripts/deps.sh
+  own_cluster=1
+  scripts/pg.sh init "$tmp/pg" fast
+  scripts/pg.sh start "$tmp/pg"
+  DATABASE_URL=$(scripts/pg.sh url "$tmp/pg")
+fi
+export DATABASE_URL
+
+# schemathesis, in a venv rebuilt whenever the requirements change.
+venv=${HERALD_VENV:-$root/.build/venv}
+requirements="$root/scripts/requirements-test.txt"
+if ! cmp -s "$requirements" "$venv/.requirements" || [ ! -x "$venv/bin/st" ]; then
+  echo "contract: installing schemathesis into $venv" >&2
+  rm -rf "$venv"
+  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+    # Debian's own python3 keeps venv's pip bootstrap in a separate package.
+    echo "contract: installing python3-venv" >&2
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
+  fi
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$venv/.requirements"
+fi
+
+# The server, on an ephemeral port, with its own admin token.
+HERALD_ADMIN_TOKEN="contract-admin-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
+export HERALD_ADMIN_TOKEN HERALD_LISTEN=127.0.0.1:0 HERALD_THREADS=4 HERALD_DRAIN_TIMEOUT_SECONDS=5
+"$HERALD_BIN" migrate >/dev/null
+app="contract-$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')"
+"$HERALD_BIN" apps create "$app" >/dev/null
+key=$("$HERALD_BIN" keys create --app "$app" --role server --label "contract test" | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
+[ -n "$key" ] || { echo "contract: could not create a server key" >&2; exit 1; }
+
+log="$out/server.log"
+"$HERALD_BIN" serve > "$log" 2>&1 &
+server_pid=$!
+port=
+for _ in $(seq 300); do
+  port=$(sed -n 's/.*"msg":"listening".*"port":\([0-9]*\).*/\1/p; s/.*"port":\([0-9]*\).*"msg":"listening".*/\1/p' "$log" | head -n 1)
+  [ -n "$port" ] && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$log" >&2; echo "contract: herald serve exited" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { cat "$log" >&2; echo "contract: herald serve did not start" >&2; exit 1; }
+base="http://127.0.0.1:$port"
+echo "contract: herald serve on $base, app $app" >&2
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_seed.py "$base" "$key"
+
+seed=${HERALD_CONTRACT_SEED:-1}
+[ "$seed" = random ] && seed=$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')
+# Checks named one by one: the run fails on 5xx, undocumented statuses and responses (body,
+# content type, headers) that do not match the document, and on a request the document calls
+# invalid that the server accepts (negative_data_rejection). Not positive_data_acceptance: some
+# rules are stated only in words (from <= to, a mute in the future, guid or uid, what a cursor
+# holds), so schema-valid requests may rightly get a 400. Long-poll claims wait at most 30 s:
+# the timeout leaves room (and the hooks shorten the waits, see scripts/contract_hooks.py).
+st_run() {
+  (cd "$out" && export SCHEMATHESIS_HOOKS="$root/scripts/contract_hooks.py" HERALD_CONTRACT_APP="$app" PYTHONDONTWRITEBYTECODE=1 &&
+    "$venv/bin/st" --config-file "$root/scripts/schemathesis.toml" run "$base/openapi.json" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance,negative_data_rejection \
+    --workers 1 --request-timeout 35 --max-examples "${HERALD_CONTRACT_EXAMPLES:-50}" --seed "$seed" \
+    --generation-database none --no-color --output-truncate true "$@")
+}
+
+started=$(date +%s)
+status=0
+echo "contract: app routes with a server key" >&2
+st_run -H "Authorization: Bearer $key" --exclude-path-regex '^/v1/apps' 2>&1 | tee "$out/app-routes.txt" || status=1
+echo "contract: admin routes with the admin token" >&2
+st_run -H "Authorization: Bearer $HERALD_ADMIN_TOKEN" --include-path-regex '^/v1/apps' 2>&1 | tee "$out/admin-routes.txt" || status=1
+echo "contract: schemathesis took $(( $(date +%s) - started )) s" >&2
+
+if grep -q '"level":"error"' "$log"; then
+  echo "contract: the server logged errors:" >&2
+  grep '"level":"error"' "$log" | head -n 20 >&2
+  status=1
+fi
+# The two runs together must have tested every operation of the document.
+total=$(sed -n 's/^ *Operations: *[0-9]* selected \/ \([0-9]*\) total.*/\1/p' "$out/app-routes.txt" | head -n 1)
+tested=$(cat "$out/app-routes.txt" "$out/admin-routes.txt" | awk '/^ *Tested: *[0-9]+/ { n += $2 } END { print n + 0 }')
+if [ "$tested" != "${total:-?}" ]; then
+  echo "contract: $tested operations tested, but the document has ${total:-an unknown number of} operations" >&2
+  status=1
+fi
+# One line to close on: operations tested, and those with a failure (a heading per operation
+# in schemathesis's FAILURES and ERRORS sections).
+failed=$(cat "$out/app-routes.txt" "$out/admin-routes.txt" | awk '/^_+ [A-Z]+ \/.* _+$/ { n++ } END { print n + 0 }')
+[ "$status" = 0 ] || [ "$failed" -gt 0 ] || failed=1
+passed=$(( tested > failed ? tested - failed : 0 ))
+echo "contract: $passed passed, $failed failed"
+exit "$status"
