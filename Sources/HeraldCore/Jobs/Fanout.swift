@@ -149,6 +149,7 @@ struct Fanout {
         let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
         let now = currentTimeMilliseconds()
         var parsed: [String: UserPreferences] = [:]
+        var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
         var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
         for row in rows {
             let messageID = try row.decode(0, as: String.self)
@@ -156,17 +157,28 @@ struct Fanout {
             let uid = try row.decode(1, as: String.self)
             if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
             let subscribed = try row.decode(2, as: Bool?.self)
+            let text = try row.decode(4, as: String?.self)
             let preferences: UserPreferences
             if let cached = parsed[uid] {
                 preferences = cached
             } else {
-                let text = try row.decode(4, as: String?.self)
                 preferences = text.flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
                 parsed[uid] = preferences
             }
+            // Users with the same stored preferences (most often none) share the effective
+            // preferences and local time, worked out once per chunk rather than per member.
+            let type: Routing.ConversationType = item.message.conversation.groupID == nil ? .oneOnOne : .group
+            let key = (type == .group ? "g" : "o") + (text ?? "")
+            let shared: (Routing.Preferences, LocalTime)
+            if let cached = resolved[key] {
+                shared = cached
+            } else {
+                shared = Self.resolve(preferences, settings: settings, type: type, now: now)
+                resolved[key] = shared
+            }
             let input = Self.input(item.message, recipient: uid, subscribed: subscribed,
                                    mentionedExplicitly: try row.decode(3, as: Bool.self), preferences: preferences,
-                                   settings: settings, mutedUntil: try row.decode(5, as: Int64?.self), now: now)
+                                   settings: settings, mutedUntil: try row.decode(5, as: Int64?.self), now: now, resolved: shared)
             let decision = Routing.decide(input)
             guard decision.notified else { continue }
             jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
@@ -206,7 +218,8 @@ struct Fanout {
 
     /// The decision's input for one recipient of a message.
     static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscribed: Bool?, mentionedExplicitly: Bool,
-                      preferences: UserPreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64) -> Routing.Input {
+                      preferences: UserPreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64,
+                      resolved: (Routing.Preferences, LocalTime)? = nil) -> Routing.Input {
         var input = Routing.Input(isReply: message.parentID != nil,
                                   conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
         input.silentCustom = message.category == "custom" && message.sendNotification != true
@@ -215,13 +228,21 @@ struct Fanout {
         input.mentionedExplicitly = mentionedExplicitly
         input.mentionedAll = message.mentionsAll
         input.quotesRecipient = message.quotedSender == uid
-        input.preferences = Routing.Preferences(user: preferences, app: settings, type: input.conversation)
+        let (effective, localTime) = resolved ?? resolve(preferences, settings: settings, type: input.conversation, now: now)
+        input.preferences = effective
         input.mutedUntil = mutedUntil
         input.bypassForMentions = settings.bypassPreferencesForMentions
         input.bypassForAll = settings.bypassPreferencesForAll
         input.now = now
-        input.localTime = LocalTime(epochMilliseconds: now, timeZone: input.preferences.timezone)
+        input.localTime = localTime
         return input
+    }
+
+    /// A user's effective preferences for a conversation type, and the local time in their zone.
+    static func resolve(_ preferences: UserPreferences, settings: AppSettings, type: Routing.ConversationType,
+                        now: Int64) -> (Routing.Preferences, LocalTime) {
+        let effective = Routing.Preferences(user: preferences, app: settings, type: type)
+        return (effective, LocalTime(epochMilliseconds: now, timeZone: effective.timezone))
     }
 
     /// `{"notification": {title, body, tag, collapseId, badge}, "data": {…}}` from the default or
@@ -245,16 +266,30 @@ struct Fanout {
             }
         }
         let receiver = message.conversation.groupID ?? sender
-        var data: [String: JSONValue] = [
-            "messageId": .string(message.id), "conversationId": .string(message.conversation.id),
-            "receiverType": .string(message.conversation.receiverType), "receiver": .string(receiver),
-            "sender": .string(sender), "sentAt": .int(Int(message.sentAt)),
-        ]
-        data["parentMessageId"] = message.parentID.map(JSONValue.string) ?? .null
-        let notification: [String: JSONValue] = [
-            "title": .string(title), "body": .string(body), "tag": .string(message.id), "collapseId": .string(message.id),
-            "badge": .int(badge),
-        ]
-        return JSONValue.object(["notification": .object(notification), "data": .object(data)]).jsonText
+        // Written directly (a payload per recipient; building JSONValue dictionaries was a third
+        // of a large-group fan-out chunk). Stored as jsonb, so key order does not matter.
+        var out = "{\"data\":{\"messageId\":"
+        out.reserveCapacity(256 + text.utf8.count)
+        JSONValue.writeString(message.id, to: &out)
+        out += ",\"conversationId\":"
+        JSONValue.writeString(message.conversation.id, to: &out)
+        out += ",\"receiverType\":"
+        JSONValue.writeString(message.conversation.receiverType, to: &out)
+        out += ",\"receiver\":"
+        JSONValue.writeString(receiver, to: &out)
+        out += ",\"sender\":"
+        JSONValue.writeString(sender, to: &out)
+        out += ",\"sentAt\":" + String(message.sentAt) + ",\"parentMessageId\":"
+        if let parent = message.parentID { JSONValue.writeString(parent, to: &out) } else { out += "null" }
+        out += "},\"notification\":{\"title\":"
+        JSONValue.writeString(title, to: &out)
+        out += ",\"body\":"
+        JSONValue.writeString(body, to: &out)
+        out += ",\"tag\":"
+        JSONValue.writeString(message.id, to: &out)
+        out += ",\"collapseId\":"
+        JSONValue.writeString(message.id, to: &out)
+        out += ",\"badge\":" + String(badge) + "}}"
+        return out
     }
 }
