@@ -176,14 +176,16 @@ struct FactWriter {
         if !deletions.isEmpty {
             try connection.query("""
                 UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'ready' AND (message_id = ANY ($2::text[]) OR parent_message_id = ANY ($2::text[]))
-                """, [app, deletions.values.map(\.id)])
+                 WHERE app = $1 AND state = 'ready' AND coalesce(parent_message_id, message_id) = ANY ($3::text[])
+                   AND (message_id = ANY ($2::text[]) OR parent_message_id = ANY ($2::text[]))
+                """, [app, deletions.values.map(\.id), Array(Set(deletions.values.flatMap { [$0.id, $0.threadID] }))])
         }
         if !groupDeletions.isEmpty {
             try connection.query("""
                 UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
-                  FROM messages m
-                 WHERE j.app = $1 AND j.state = 'ready' AND m.app = $1 AND m.id = j.message_id AND m.group_id = ANY ($2::text[])
+                  FROM threads t
+                 WHERE j.app = $1 AND j.state = 'ready' AND t.app = $1 AND t.group_id = ANY ($2::text[])
+                   AND coalesce(j.parent_message_id, j.message_id) = t.parent_id
                 """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.

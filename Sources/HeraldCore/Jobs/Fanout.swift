@@ -210,7 +210,7 @@ struct Fanout {
             SELECT $1, x.source, x.id, x.type, x.recipient, x.message, x.parent, x.kind, x.reason, x.payload::jsonb
               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
                    AS x(source, id, type, recipient, message, parent, kind, reason, payload)
-            ON CONFLICT (app, event_source, event_id, recipient) DO NOTHING
+            ON CONFLICT (app, recipient, message_id, event_source, event_id) DO NOTHING
             """, [app, jobs.map(\.created.event.source), jobs.map(\.created.event.id), jobs.map(\.created.event.type),
                   jobs.map(\.recipient), jobs.map(\.created.message.id), jobs.map(\.created.message.parentID),
                   jobs.map { $0.created.message.parentID == nil ? "message" : "reply" }, jobs.map(\.reason), payloads]).affectedRows
