@@ -36,7 +36,7 @@ final class Bench {
         } else {
             let directory = "/tmp/herald-bench-\(getpid())"
             clusterDirectory = directory
-            print("starting PostgreSQL in \(directory) …")
+            say("starting PostgreSQL in \(directory) …")
             try run(["bash", "scripts/pg.sh", "init", directory], logPath: "/dev/null")
             try run(["bash", "scripts/pg.sh", "start", directory], logPath: "/dev/null")
             databaseURL = try capture(["bash", "scripts/pg.sh", "url", directory]).trimmingNewlines()
@@ -50,7 +50,7 @@ final class Bench {
             port = freePort()
             adminToken = "bench-admin-" + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-token"
             let binary = options.heraldBinary
-            print("starting \(binary) on 127.0.0.1:\(port) (log: /tmp/herald-bench-\(getpid()).log) …")
+            say("starting \(binary) on 127.0.0.1:\(port) (log: /tmp/herald-bench-\(getpid()).log) …")
             heraldPID = try spawn([binary, "serve"], environment: [
                 "DATABASE_URL": databaseURL, "HERALD_LISTEN": "127.0.0.1:\(port)", "HERALD_ADMIN_TOKEN": adminToken,
             ], logPath: "/tmp/herald-bench-\(getpid()).log")
@@ -117,11 +117,11 @@ final class Bench {
         func render(_ cells: [String]) -> String {
             "| " + cells.enumerated().map { $0.element.padding(to: widths[$0.offset]) }.joined(separator: " | ") + " |"
         }
-        print("")
-        print(render(header))
-        print("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|")
-        for line in body { print(render(line)) }
-        for note in notes { print("- " + note) }
+        say("")
+        say(render(header))
+        say("|" + widths.map { String(repeating: "-", count: $0 + 2) }.joined(separator: "|") + "|")
+        for line in body { say(render(line)) }
+        for note in notes { say("- " + note) }
     }
 }
 

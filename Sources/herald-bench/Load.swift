@@ -75,7 +75,7 @@ func runLoad(workers: Int, seconds: Double? = nil, _ body: @escaping @Sendable (
         result.errors += log.errors
         result.latencies += log.latencies
     }
-    if let message = logs.compactMap(\.firstError).first { print("    (first error: \(message))") }
+    if let message = logs.compactMap(\.firstError).first { say("    (first error: \(message))") }
     return result
 }
 

@@ -105,3 +105,16 @@ struct BenchError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
 }
+
+/// Prints a line at once (stdout is block-buffered when it is a file or a pipe).
+func say(_ text: String = "") {
+    let line = Array((text + "\n").utf8)
+    line.withUnsafeBytes { buffer in
+        var offset = 0
+        while offset < buffer.count {
+            let written = write(1, buffer.baseAddress! + offset, buffer.count - offset)
+            if written <= 0 { return }
+            offset += written
+        }
+    }
+}

@@ -8,7 +8,7 @@ extension Bench {
     /// GET /healthz with 2 threads × 16 keep-alive connections, each thread sending one request
     /// on every connection and then reading the answers.
     func httpCeiling() {
-        print("L1: GET /healthz …")
+        say("L1: GET /healthz …")
         let port = self.port, host = self.host
         let result = runLoad(workers: 2, seconds: options.seconds) { _, log in
             let connections = ThreadLocalConnections.get(host: host, port: port, count: 16)
@@ -28,7 +28,7 @@ extension Bench {
     /// Job-sized rows (about 400 bytes, a bigserial key) inserted 1,000 per statement with
     /// `INSERT … SELECT FROM unnest(…)` on one connection, each statement its own transaction.
     func databaseCeiling() throws {
-        print("L2: INSERT of job-sized rows …")
+        say("L2: INSERT of job-sized rows …")
         let connection = try database()
         try connection.execute(unsafeSQL: """
             DROP TABLE IF EXISTS bench_l2;
@@ -72,7 +72,7 @@ extension Bench {
         let settings = try connection.request("PATCH", "/v1/settings/notifications", token: keys["server"],
                                               json: #"{"groupPreferences":{"replies":{"value":"SUBSCRIBE_TO_SUBSCRIBED_THREADS"}}}"#)
         guard settings.status == 200 else { throw BenchError("settings: \(settings.status) \(settings.text)") }
-        print("W1 setup: \(chat.groups) groups × \(chat.members) members, \(chat.threadsPerGroup) threads each …")
+        say("W1 setup: \(chat.groups) groups × \(chat.members) members, \(chat.threadsPerGroup) threads each …")
         let groups = Ticket(limit: chat.groups)
         let host = self.host, port = self.port
         let memberSetup = runLoad(workers: 4) { _, log in
@@ -141,7 +141,7 @@ extension Bench {
         let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = 'bench'")
         let rowsBefore = try rowsWritten()
         if let pid = heraldPID { resetPeakMemory(pid) }
-        print("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
+        say("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
         let retries = Counter()
         let result = runLoad(workers: 4) { _, log in
             guard let batch = batches.take() else { return false }
@@ -175,7 +175,7 @@ extension Bench {
     func ingestSingles(keys: [String: String], chat: Chat) throws {
         let events = Ticket(limit: Int.max)
         let host = self.host, port = self.port
-        print("W2: replies one per request, 32 connections, \(format(options.seconds)) s …")
+        say("W2: replies one per request, 32 connections, \(format(options.seconds)) s …")
         let retries = Counter()
         let result = runLoad(workers: 32, seconds: options.seconds) { _, log in
             guard let n = events.take() else { return false }
@@ -199,7 +199,7 @@ extension Bench {
         let members = options.quick ? 20_000 : 100_000
         let keys = try makeApp("bench-big")
         let connection = BenchConnection(host: host, port: port)
-        print("W3 setup: a group of \(format(Double(members))) members and its first message …")
+        say("W3 setup: a group of \(format(Double(members))) members and its first message …")
         let list = (0..<members).map { "\"b\($0)\"" }.joined(separator: ",")
         let put = try connection.request("PUT", "/v1/groups/big/members", token: keys["server"], json: "{\"members\":[\(list)]}")
         guard put.status == 200 else { throw BenchError("big group: \(put.status) \(put.text)") }
@@ -220,7 +220,7 @@ extension Bench {
         parent = parent.replacing("\"receiver\":\"g0\"", with: "\"receiver\":\"big\"")
         try send(parent)
         try waitDone("big-p")
-        print("W3: one reply …")
+        say("W3: one reply …")
         var reply = Self.message(event: "big-r", id: "bigr", sender: "b1", group: 0, parent: "bigp", at: base + 1000, mention: nil)
         reply = reply.replacing("\"receiver\":\"g0\"", with: "\"receiver\":\"big\"")
         let started = now()
@@ -238,7 +238,7 @@ extension Bench {
 
     func jobs(keys: [String: String]) throws {
         let ready = try count("SELECT count(*) FROM jobs WHERE app = 'bench-big' AND state = 'ready'")
-        print("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready …")
+        say("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready …")
         let host = self.host, port = self.port
         let worker = keys["worker"]
         let result = runLoad(workers: 4, seconds: options.seconds) { _, log in
@@ -285,7 +285,7 @@ extension Bench {
 
     func inbox() throws {
         let threads = options.quick ? 100_000 : 1_000_000
-        print("W4 setup: \(format(Double(threads))) threads, \(format(Double(threads * 5))) subscriptions (a few minutes) …")
+        say("W4 setup: \(format(Double(threads))) threads, \(format(Double(threads * 5))) subscriptions (a few minutes) …")
         try run(["psql", databaseURL, "-q", "-v", "app=bench-inbox", "-v", "threads=\(threads)", "-v", "groups=\(threads / 100)", "-v", "per_group=20",
                  "-v", "subs_per_thread=5", "-v", "heavy_threads=5000", "-f", "scripts/inbox-data.sql"], logPath: "/dev/null")
         try database().execute(unsafeSQL: "VACUUM ANALYZE subscriptions")
@@ -303,7 +303,7 @@ extension Bench {
         let host = self.host, port = self.port
         for connections in [1, 4] {
             for (label, query) in [("first", "limit=30"), ("deep", "limit=30&cursor=" + cursor)] {
-                print("W4: \(label) page, \(connections) connection(s) …")
+                say("W4: \(label) page, \(connections) connection(s) …")
                 let result = runLoad(workers: connections, seconds: options.seconds / 2) { _, log in
                     let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
                     let started = now()

@@ -40,7 +40,7 @@ struct Options {
                 self.seconds = seconds
             case "--only": only = Set(try value(word).uppercased().split(separator: ",").map(String.init))
             case "--help", "-h":
-                print(Options.usage)
+                say(Options.usage)
                 exit(0)
             default: throw BenchError("unknown option \(word)\n\n\(Options.usage)")
             }
@@ -63,7 +63,7 @@ do {
     /// A workload that fails is reported and the others still run.
     func attempt(_ name: String, _ body: () throws -> Void) {
         do { try body() } catch {
-            print("    \(name) failed: \(error)")
+            say("    \(name) failed: \(error)")
             bench.notes.append("\(name) failed: \(error)")
         }
     }
@@ -85,6 +85,6 @@ do {
     if options.wants("W4") { attempt("W4") { try bench.inbox() } }
     bench.printTable()
 } catch {
-    print("herald-bench: \(error)")
+    say("herald-bench: \(error)")
     exit(1)
 }
