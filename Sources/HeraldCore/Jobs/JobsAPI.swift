@@ -70,16 +70,17 @@ enum JobsAPI {
                 UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
                  WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
                 """, [app])
+            // `id = ANY (ARRAY(…))`, not a join with the picked rows: as a prepared statement's
+            // generic plan the join became a hash join over a scan of every job of the app
+            // (seconds per claim once the table held a few hundred thousand jobs; W5 of make bench).
             return try connection.query("""
-                WITH picked AS (
-                    SELECT id FROM jobs
-                     WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
-                     ORDER BY available_at, id LIMIT $2
-                     FOR UPDATE SKIP LOCKED
-                )
                 UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
                                   lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
-                  FROM picked WHERE j.app = $1 AND j.id = picked.id
+                 WHERE j.app = $1
+                   AND j.id = ANY (ARRAY(SELECT id FROM jobs
+                                          WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
+                                          ORDER BY available_at, id LIMIT $2
+                                          FOR UPDATE SKIP LOCKED))
                 RETURNING j.id, \(jobJSON)::text
                 """, [app, max, leaseSeconds])
         }
