@@ -65,7 +65,7 @@ extension Bench {
 
     /// 1,000 groups of 50 members, 5 threads each, app default replies = SUBSCRIBE_TO_SUBSCRIBED_THREADS.
     func prepareChat() throws -> (keys: [String: String], chat: Chat) {
-        let keys = try makeApp("bench")
+        let keys = try makeApp(chatApp)
         let chat = Chat(groups: options.quick ? 200 : 1000, members: 50, threadsPerGroup: 5,
                         base: Int64(time(nil)) * 1000 - 3_600_000)
         let connection = BenchConnection(host: host, port: port)
@@ -138,7 +138,7 @@ extension Bench {
         let total = options.quick ? 20_000 : 60_000
         let batches = Ticket(limit: total / 100)
         let host = self.host, port = self.port
-        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = 'bench'")
+        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp])
         let rowsBefore = try rowsWritten()
         if let pid = heraldPID { resetPeakMemory(pid) }
         say("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
@@ -157,7 +157,7 @@ extension Bench {
         }
         let peak = heraldPID.map { processMemory($0, "VmHWM") } ?? 0
         usleep(1_500_000)
-        let jobs = try count("SELECT count(*) FROM jobs WHERE app = 'bench'") - jobsBefore
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp]) - jobsBefore
         let written = try rowsWritten() - rowsBefore
         let rowsPerSecond = Double(written) / result.seconds
         add("W1 ingest: batches of 100, 4 connections", format(result.perSecond) + " events/s", result,
@@ -197,7 +197,7 @@ extension Bench {
 
     func bigFanout() throws -> [String: String] {
         let members = options.quick ? 20_000 : 100_000
-        let keys = try makeApp("bench-big")
+        let keys = try makeApp(bigApp)
         let connection = BenchConnection(host: host, port: port)
         say("W3 setup: a group of \(format(Double(members))) members and its first message …")
         let list = (0..<members).map { "\"b\($0)\"" }.joined(separator: ",")
@@ -211,8 +211,8 @@ extension Bench {
         }
         let db = try database()
         func waitDone(_ eventID: String) throws {
-            while try db.query("SELECT coalesce(bool_and(done), false) FROM fanout_tasks WHERE app = 'bench-big' AND event_id = $1",
-                               [eventID])[0].decode(0, as: Bool.self) == false {
+            while try db.query("SELECT coalesce(bool_and(done), false) FROM fanout_tasks WHERE app = $2 AND event_id = $1",
+                               [eventID, bigApp])[0].decode(0, as: Bool.self) == false {
                 usleep(10_000)
             }
         }
@@ -227,7 +227,7 @@ extension Bench {
         try send(reply)
         try waitDone("big-r")
         let seconds = Double(now() - started) / 1_000_000_000
-        let jobs = try count("SELECT count(*) FROM jobs WHERE app = 'bench-big' AND event_id = 'big-r'")
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND event_id = 'big-r'", [bigApp])
         add("W3 fan-out: one reply to \(format(Double(members))) members", format(seconds, digits: 2) + " s to commit all jobs",
             nil, goal: "≤ 5 s", met: seconds <= 5 && jobs == members - 1)
         notes.append("W3: \(format(Double(jobs))) jobs committed, \(format(Double(jobs) / seconds)) jobs/s.")
@@ -237,7 +237,7 @@ extension Bench {
     // MARK: W5, jobs
 
     func jobs(keys: [String: String]) throws {
-        let ready = try count("SELECT count(*) FROM jobs WHERE app = 'bench-big' AND state = 'ready'")
+        let ready = try count("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'ready'", [bigApp])
         say("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready …")
         let host = self.host, port = self.port
         let worker = keys["worker"]
@@ -286,10 +286,10 @@ extension Bench {
     func inbox() throws {
         let threads = options.quick ? 100_000 : 1_000_000
         say("W4 setup: \(format(Double(threads))) threads, \(format(Double(threads * 5))) subscriptions (a few minutes) …")
-        try run(["psql", databaseURL, "-q", "-v", "app=bench-inbox", "-v", "threads=\(threads)", "-v", "groups=\(threads / 100)", "-v", "per_group=20",
+        try run(["psql", databaseURL, "-q", "-v", "app=\(inboxApp)", "-v", "threads=\(threads)", "-v", "groups=\(threads / 100)", "-v", "per_group=20",
                  "-v", "subs_per_thread=5", "-v", "heavy_threads=5000", "-f", "scripts/inbox-data.sql"], logPath: "/dev/null")
         try database().execute(unsafeSQL: "VACUUM ANALYZE subscriptions")
-        let keys = try makeApp("bench-inbox")
+        let keys = try makeApp(inboxApp)
         let connection = BenchConnection(host: host, port: port)
         var cursor = ""
         // The deep page starts after 4,000 threads.
