@@ -70,17 +70,19 @@ enum JobsAPI {
                 UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
                  WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
                 """, [app])
-            // `id = ANY (ARRAY(…))`, not a join with the picked rows: as a prepared statement's
-            // generic plan the join became a hash join over a scan of every job of the app
-            // (seconds per claim once the table held a few hundred thousand jobs; W5 of make bench).
+            // The picked rows are updated through their ctid (a Tid Scan in every plan). A join
+            // on (app, id) was planned, depending on statistics, as a scan of every job of the
+            // app: as a generic plan's hash join, or, for an app newer than the last ANALYZE,
+            // through another index led by app. Either took seconds per claim once the table
+            // held a few hundred thousand jobs (W5 of make bench). The rows are locked by the
+            // subquery, so their ctids cannot change before the update.
             return try connection.query("""
                 UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
                                   lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
-                 WHERE j.app = $1
-                   AND j.id = ANY (ARRAY(SELECT id FROM jobs
-                                          WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
-                                          ORDER BY available_at, id LIMIT $2
-                                          FOR UPDATE SKIP LOCKED))
+                 WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM jobs
+                                            WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
+                                            ORDER BY available_at, id LIMIT $2
+                                            FOR UPDATE SKIP LOCKED))
                 RETURNING j.id, \(jobJSON)::text
                 """, [app, max, leaseSeconds])
         }
