@@ -178,17 +178,22 @@ enum JobsAPI {
         return .jsonText("{\"dead\":\(deadCount),\"retrying\":\(retrying),\"stale\":[\(stale.joined(separator: ","))]}")
     }
 
+    /// The queue's counts over `jobs` rows in state ready, leased or dead: ready (including
+    /// expired leases), leased, retrying (waiting for their backoff), dead, and the oldest ready
+    /// job's age in ms. Shared by the stats route (one app) and `/metrics` (every app).
+    static let queueCounts = """
+        count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
+                           OR (state = 'leased' AND lease_until <= herald_now_ms())),
+        count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()),
+        count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
+        count(*) FILTER (WHERE state = 'dead'),
+        coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0)
+        """
+
     static func stats(_ context: RequestContext) throws -> Response {
         let rows = try context.services.database.withConnection { connection in
-            try connection.query("""
-                SELECT count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
-                                          OR (state = 'leased' AND lease_until <= herald_now_ms())),
-                       count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()),
-                       count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
-                       count(*) FILTER (WHERE state = 'dead'),
-                       coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0)
-                  FROM jobs WHERE app = $1 AND state IN ('ready', 'leased', 'dead')
-                """, [context.app])
+            try connection.query("SELECT \(queueCounts) FROM jobs WHERE app = $1 AND state IN ('ready', 'leased', 'dead')",
+                                 [context.app])
         }
         let row = rows[0]
         return .jsonText("{\"ready\":\(try row.decode(0, as: Int.self)),\"leased\":\(try row.decode(1, as: Int.self)),"

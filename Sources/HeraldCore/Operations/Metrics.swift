@@ -29,7 +29,7 @@ public final class Metrics: Sendable {
     }
 
     /// Counters of things Herald does, by name and label value.
-    public enum Counter: String, CaseIterable, Sendable {
+    public enum Counter: Int, CaseIterable, Sendable {
         case eventsAccepted, eventsDuplicate, eventsRejected
         case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
     }
@@ -55,16 +55,12 @@ public final class Metrics: Sendable {
     /// Adds `amount` to a counter.
     public func add(_ counter: Counter, _ amount: Int) {
         guard amount != 0 else { return }
-        counters.withLock { $0[Self.index(counter)] += amount }
+        counters.withLock { $0[counter.rawValue] += amount }
     }
 
     /// The value of a counter.
     public func value(_ counter: Counter) -> Int {
-        counters.withLock { $0[Self.index(counter)] }
-    }
-
-    private static func index(_ counter: Counter) -> Int {
-        Counter.allCases.firstIndex(of: counter)!
+        counters.withLock { $0[counter.rawValue] }
     }
 
     /// Queue gauges read at scrape time; nil when the database did not answer.
@@ -77,13 +73,7 @@ public final class Metrics: Sendable {
     static func readQueue(_ database: PostgresPool) -> QueueState? {
         try? database.withConnection { connection in
             let rows = try connection.query("""
-                SELECT count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
-                                          OR (state = 'leased' AND lease_until <= herald_now_ms())),
-                       count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()),
-                       count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
-                       count(*) FILTER (WHERE state = 'dead'),
-                       coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0),
-                       (SELECT count(*) FROM fanout_tasks WHERE NOT done)
+                SELECT \(JobsAPI.queueCounts), (SELECT count(*) FROM fanout_tasks WHERE NOT done)
                   FROM jobs WHERE state IN ('ready', 'leased', 'dead')
                 """)
             let row = rows[0]
