@@ -11,15 +11,17 @@ struct Options {
     var quick = false
     var seconds = 10.0
     var only: Set<String> = []
+    var soakSeconds: Double?
 
     static let usage = """
-        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,W1,W2,W3,W4,W5]
+        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,S1,S2,W1,W2,W3,W4,W5,SOAK] [--soak-seconds N]
                             [--database-url URL] [--herald http://HOST:PORT --admin-token T [--herald-pid PID]]
 
         Without --database-url, starts a PostgreSQL cluster of its own in /tmp (scripts/pg.sh).
         Without --herald, starts the release `herald` built beside this binary on a free port.
         --quick scales the data down (W1 20k events, W3 20k members, W4 100k threads) for a fast look.
-        --seconds is the length of each timed load (default 10). Run from the project folder.
+        --seconds is the length of each timed load (default 10); --soak-seconds the soak's (default 300,
+        60 with --quick). Run from the project folder.
         """
 
     init(arguments: [String]) throws {
@@ -38,6 +40,9 @@ struct Options {
             case "--seconds":
                 guard let seconds = Double(try value(word)), seconds > 0 else { throw BenchError("--seconds must be a positive number") }
                 self.seconds = seconds
+            case "--soak-seconds":
+                guard let seconds = Double(try value(word)), seconds >= 60 else { throw BenchError("--soak-seconds must be at least 60") }
+                soakSeconds = seconds
             case "--only": only = Set(try value(word).uppercased().split(separator: ",").map(String.init))
             case "--help", "-h":
                 say(Options.usage)
@@ -69,6 +74,8 @@ do {
     }
     if options.wants("L1") { bench.httpCeiling() }
     if options.wants("L2") { attempt("L2") { try bench.databaseCeiling() } }
+    if options.wants("S1") { attempt("S1") { try bench.peerScenario("S1", members: 50, replies: 500, goal: 1000) } }
+    if options.wants("S2") { attempt("S2") { try bench.peerScenario("S2", members: 500, replies: 200, goal: 150) } }
     if options.wants("W1") || options.wants("W2") {
         attempt("W1/W2") {
             let (keys, chat) = try bench.prepareChat()
@@ -83,6 +90,7 @@ do {
         }
     }
     if options.wants("W4") { attempt("W4") { try bench.inbox() } }
+    if options.wants("SOAK") { attempt("soak") { try bench.soak(seconds: options.soakSeconds ?? (options.quick ? 60 : 300)) } }
     bench.printTable()
 } catch {
     say("herald-bench: \(error)")

@@ -189,9 +189,19 @@ struct FactWriter {
                 """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.
-        let produced = try Fanout(app: app).run(fresh.compactMap { message in
+        var produced = try Fanout(app: app).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
         }, on: connection)
+        // Triggers of this batch that subscribe their users from a time before messages that were
+        // routed already: those messages are routed again for them (SPEC §4).
+        var triggers: [(uid: String, thread: String, at: Int64)] = []
+        for m in fresh {
+            triggers.append((m.sender, m.threadID, m.sentAt))
+            for uid in m.mentions { triggers.append((uid, m.threadID, m.sentAt)) }
+            if let author = m.parentSender, m.parentID != nil { triggers.append((author, m.threadID, m.sentAt)) }
+        }
+        for m in edits { for uid in m.mentions ?? [] { triggers.append((uid, m.threadID, m.editedAt)) } }
+        produced += try Fanout(app: app).catchUp(triggers, excluding: fresh.map(\.id), on: connection)
         return try produced + Fanout(app: app).runEdits(zip(editEvents, edits).filter { _, edit in
             freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
         }.map { (event: $0.0, edit: $0.1) }, on: connection)
@@ -204,11 +214,11 @@ struct FactWriter {
         let applied = try connection.query("""
             INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id,
                                        parent_sender, sent_at, text, mentions_all, category, type, quoted_message_id,
-                                       quoted_sender, send_notification, created_seen)
+                                       quoted_sender, send_notification, event_source, event_id, event_type, created_seen)
             SELECT $1, x.*, true
               FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
                           $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[], $15::text[], $16::text[],
-                          $17::text[], $18::boolean[]) AS x
+                          $17::text[], $18::boolean[], $19::text[], $20::text[], $21::text[]) AS x
             ON CONFLICT (app, id) DO UPDATE SET
                 conversation_id = EXCLUDED.conversation_id, receiver_type = EXCLUDED.receiver_type,
                 group_id = EXCLUDED.group_id, user_a = EXCLUDED.user_a, user_b = EXCLUDED.user_b,
@@ -216,13 +226,16 @@ struct FactWriter {
                 sent_at = EXCLUDED.sent_at, mentions_all = EXCLUDED.mentions_all, category = EXCLUDED.category,
                 type = EXCLUDED.type, quoted_message_id = EXCLUDED.quoted_message_id,
                 quoted_sender = EXCLUDED.quoted_sender, send_notification = EXCLUDED.send_notification,
+                event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type,
                 created_seen = true
             WHERE NOT m.created_seen
             RETURNING id
             """, [app, created.map(\.id), created.map(\.conversation.id), created.map(\.conversation.receiverType), created.map(\.conversation.groupID),
                   created.map(\.conversation.userA), created.map(\.conversation.userB), created.map(\.sender), created.map(\.parentID),
                   created.map(\.parentSender), created.map(\.sentAt), created.map(\.text), created.map(\.mentionsAll), created.map(\.category),
-                  created.map(\.type), created.map(\.quotedMessageID), created.map(\.quotedSender), created.map(\.sendNotification)])
+                  created.map(\.type), created.map(\.quotedMessageID), created.map(\.quotedSender), created.map(\.sendNotification),
+                  created.map { createdEvents[Array($0.id.utf8)]!.source }, created.map { createdEvents[Array($0.id.utf8)]!.id },
+                  created.map { createdEvents[Array($0.id.utf8)]!.type }])
         let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
         let fresh = created.filter { appliedIDs.contains($0.id) }
         guard !fresh.isEmpty else { return [] }

@@ -21,8 +21,7 @@ struct Fanout {
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
-                   (SELECT s.subscribed FROM subscriptions s
-                     WHERE s.app = $1 AND s.uid = mn.uid AND s.thread_id = coalesce(m.parent_id, m.id)),
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid),
                    (SELECT mu.until FROM user_mutes mu
                      WHERE mu.app = $1 AND mu.uid = mn.uid
@@ -31,6 +30,7 @@ struct Fanout {
               FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS x(id, at, n)
               JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
               JOIN mentions mn ON mn.app = $1 AND mn.message_id = x.id AND mn.at = x.at
+              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = mn.uid AND s.thread_id = coalesce(m.parent_id, m.id)
              WHERE mn.uid <> m.sender
                AND NOT coalesce((SELECT mn.uid = ANY (v.mentions) FROM message_versions v
                                   WHERE v.app = $1 AND v.message_id = x.id AND v.at < x.at AND v.mentions IS NOT NULL
@@ -50,11 +50,13 @@ struct Fanout {
                 sentAt: edit.editedAt, category: try row.decode(2, as: String?.self) ?? "message", type: nil,
                 text: try edit.text ?? row.decode(4, as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
                 quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode(3, as: Bool?.self))
-            let preferences = try row.decode(6, as: String?.self)
+            let preferences = try row.decode(9, as: String?.self)
                 .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
-            let decision = Routing.decide(Self.input(message, recipient: uid, subscribed: try row.decode(5), mentionedExplicitly: true,
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode(5), since: try row.decode(6), manualAt: try row.decode(7),
+                                                         unsubscribedAt: try row.decode(8), asOf: edit.editedAt)
+            let decision = Routing.decide(Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
                                                      preferences: preferences, settings: settings,
-                                                     mutedUntil: try row.decode(7), now: now))
+                                                     mutedUntil: try row.decode(10), now: now))
             guard decision.notified else { continue }
             jobs.append((Created(event: item.event, message: message), uid, decision.reason,
                          Self.privacy(settings: settings, preferences: preferences)))
@@ -131,7 +133,7 @@ struct Fanout {
                   FROM m WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
             SELECT c.message_id, c.uid,
-                   s.subscribed,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
                                                        AND mn.at = c.sent_at AND mn.uid = c.uid),
                    up.preferences::text,
@@ -156,8 +158,10 @@ struct Fanout {
             guard let item = byID[messageID] else { continue }
             let uid = try row.decode(1, as: String.self)
             if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
-            let subscribed = try row.decode(2, as: Bool?.self)
-            let text = try row.decode(4, as: String?.self)
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode(2), since: try row.decode(3),
+                                                         manualAt: try row.decode(4), unsubscribedAt: try row.decode(5),
+                                                         asOf: item.message.sentAt)
+            let text = try row.decode(7, as: String?.self)
             let preferences: UserPreferences
             if let cached = parsed[uid] {
                 preferences = cached
@@ -176,9 +180,9 @@ struct Fanout {
                 shared = Self.resolve(preferences, settings: settings, type: type, now: now)
                 resolved[key] = shared
             }
-            let input = Self.input(item.message, recipient: uid, subscribed: subscribed,
-                                   mentionedExplicitly: try row.decode(3, as: Bool.self), preferences: preferences,
-                                   settings: settings, mutedUntil: try row.decode(5, as: Int64?.self), now: now, resolved: shared)
+            let input = Self.input(item.message, recipient: uid, subscription: subscription,
+                                   mentionedExplicitly: try row.decode(6, as: Bool.self), preferences: preferences,
+                                   settings: settings, mutedUntil: try row.decode(8, as: Int64?.self), now: now, resolved: shared)
             let decision = Routing.decide(input)
             guard decision.notified else { continue }
             jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
@@ -217,14 +221,15 @@ struct Fanout {
     }
 
     /// The decision's input for one recipient of a message.
-    static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscribed: Bool?, mentionedExplicitly: Bool,
+    static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscription: Routing.SubscriptionState,
+                      mentionedExplicitly: Bool,
                       preferences: UserPreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64,
                       resolved: (Routing.Preferences, LocalTime)? = nil) -> Routing.Input {
         var input = Routing.Input(isReply: message.parentID != nil,
                                   conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
         input.silentCustom = message.category == "custom" && message.sendNotification != true
         input.isSender = message.sender == uid
-        input.subscription = subscribed.map { $0 ? .subscribed : .unsubscribed } ?? .none
+        input.subscription = subscription
         input.mentionedExplicitly = mentionedExplicitly
         input.mentionedAll = message.mentionsAll
         input.quotesRecipient = message.quotedSender == uid

@@ -19,8 +19,7 @@ enum RoutingAPI {
                        CASE WHEN m.group_id IS NULL THEN $2 IN (m.user_a, m.user_b)
                             ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
                                             WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = $2), false) END,
-                       (SELECT s.subscribed FROM subscriptions s
-                         WHERE s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)),
+                       s.subscribed,
                        EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = $2),
                        (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2),
                        (SELECT mu.until FROM user_mutes mu
@@ -29,8 +28,11 @@ enum RoutingAPI {
                            AND mu.conversation_id = coalesce(m.group_id, m.sender)),
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                          WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_type = 'message.created'
-                         ORDER BY j.id LIMIT 1)
-                  FROM messages m WHERE m.app = $1 AND m.id = $3 AND m.created_seen AND m.deleted_at IS NULL
+                         ORDER BY j.id LIMIT 1),
+                       s.since, s.manual_at, s.unsubscribed_at
+                  FROM messages m
+                  LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)
+                 WHERE m.app = $1 AND m.id = $3 AND m.created_seen AND m.deleted_at IS NULL
                 """, [app, uid, messageID])
             guard let row = rows.first else {
                 throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
@@ -47,7 +49,11 @@ enum RoutingAPI {
                 sendNotification: try row.decode(9))
             let preferences = try row.decode(15, as: String?.self)
                 .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
-            var input = Fanout.input(message, recipient: uid, subscribed: try row.decode(13), mentionedExplicitly: try row.decode(14),
+            // As of the message, as its fan-out judged it (SPEC §4).
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode(13), since: try row.decode(18),
+                                                         manualAt: try row.decode(19), unsubscribedAt: try row.decode(20),
+                                                         asOf: message.sentAt)
+            var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode(14),
                                      preferences: preferences, settings: try PreferenceStore().settings(app: app, on: connection),
                                      mutedUntil: try row.decode(16), now: currentTimeMilliseconds())
             input.hasAccess = try row.decode(12, as: Bool.self)

@@ -2,7 +2,27 @@
 /// it is tested without a database and explained step by step (`…/routing`).
 public enum Routing {
     public enum ConversationType: Sendable { case group, oneOnOne }
-    public enum SubscriptionState: Sendable { case subscribed, unsubscribed, none }
+    public enum SubscriptionState: Sendable {
+        case subscribed, unsubscribed, none
+
+        /// The recipient's subscription as of a message sent at `at` (SPEC §4: each message is
+        /// routed against the state as of that message, whatever the batching or the order of
+        /// delivery), from the stored row: its own triggers (at `at`) count, later ones do not.
+        /// Explicit API facts are in force from the moment they were made: a manual subscription
+        /// subscribes, an unsubscribe unsubscribes, for any message routed after them.
+        /// `since` is the time of the earliest trigger that no unsubscribe voids (or of the manual
+        /// subscribe); a row subscribed only by triggers after `at` was, as of `at`, unsubscribed
+        /// if the user had unsubscribed, and had no subscription otherwise.
+        public init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, asOf at: Int64) {
+            switch subscribed {
+            case nil: self = .none
+            case false?: self = .unsubscribed
+            case true?:
+                if manualAt != nil || (since ?? .min) <= at { self = .subscribed }
+                else { self = unsubscribedAt == nil ? .none : .unsubscribed }
+            }
+        }
+    }
 
     /// Reasons, strongest first.
     public enum Reason: String, Sendable, CaseIterable, Comparable {

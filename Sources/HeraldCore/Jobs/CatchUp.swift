@@ -1,0 +1,97 @@
+import HTTPServer
+import Postgres
+
+extension Fanout {
+    /// Routes again, for the users of `triggers`, the replies of their threads that were routed
+    /// before a trigger that precedes them arrived (a late reply or mention that subscribes its
+    /// user from an earlier time): each message is routed against the subscriptions as of its own
+    /// time, whatever the order of delivery or the batching (SPEC §4). A job is added only where
+    /// the subscription is what changes the decision. Delivered in order, the window after each
+    /// trigger is empty, and this costs one index probe per trigger.
+    func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String],
+                 on connection: PostgresConnection) throws -> Int {
+        guard !triggers.isEmpty else { return 0 }
+        let rows = try connection.query("""
+            WITH k AS (
+                SELECT uid, thread_id, min(at) AS at FROM unnest($2::text[], $3::text[], $4::bigint[]) AS k(uid, thread_id, at)
+                 GROUP BY uid, thread_id
+            )
+            SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
+                   m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid),
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid),
+                   (SELECT mu.until FROM user_mutes mu
+                     WHERE mu.app = $1 AND mu.uid = k.uid
+                       AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                       AND mu.conversation_id = coalesce(m.group_id, m.sender)),
+                   m.parent_id,
+                   (SELECT j.id FROM jobs j WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id AND j.state = 'ready'
+                     LIMIT 1),
+                   (SELECT j.reason FROM jobs j WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id LIMIT 1)
+              FROM k
+              JOIN subscriptions s ON s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
+              -- the thread's replies sent at or after the trigger, through messages_replies_by_time
+              CROSS JOIN LATERAL (SELECT * FROM messages m
+                                   WHERE m.app = $1 AND m.parent_id = k.thread_id AND m.sent_at >= k.at
+                                     AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
+                                     AND m.event_id IS NOT NULL AND m.id <> ALL ($5::text[])
+                                  OFFSET 0) m
+             WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
+                                WHERE ft.app = $1 AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
+               AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
+               AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
+                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                        WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = k.uid), false) END
+            """, [app, triggers.map(\.uid), triggers.map(\.thread), triggers.map(\.at), fresh])
+        guard !rows.isEmpty else { return 0 }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let now = currentTimeMilliseconds()
+        var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
+        var upgrades: [(id: Int64, reason: String)] = []
+        for row in rows {
+            let uid = try row.decode(0, as: String.self)
+            let conversation = try row.decode(6, as: String?.self).map(Conversation.group)
+                ?? Conversation.oneOnOne(try row.decode(7, as: String.self), try row.decode(8, as: String.self))
+            let message = DomainEvent.MessageCreated(
+                id: try row.decode(1), sender: try row.decode(5), conversation: conversation, parentID: try row.decode(22),
+                parentSender: nil, sentAt: try row.decode(9), category: try row.decode(10, as: String?.self) ?? "message", type: nil,
+                text: try row.decode(11), mentions: [], mentionsAll: try row.decode(12), quotedMessageID: nil,
+                quotedSender: try row.decode(13), sendNotification: try row.decode(14))
+            let unsubscribedAt = try row.decode(18, as: Int64?.self)
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode(15), since: try row.decode(16),
+                                                         manualAt: try row.decode(17), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
+            guard subscription == .subscribed else { continue }
+            let preferences = try row.decode(20, as: String?.self)
+                .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+            let mentioned = try row.decode(19, as: Bool.self)
+            let muted = try row.decode(21, as: Int64?.self)
+            func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {
+                Routing.decide(Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
+                                          preferences: preferences, settings: settings, mutedUntil: muted, now: now))
+            }
+            // What the message's routing saw before this trigger was known, against what it sees now.
+            let decision = decide(.subscribed)
+            guard decision.notified else { continue }
+            if let existing = try row.decode(24, as: String?.self) {
+                // A job made without the subscription: a stronger reason (subscribedThread over
+                // allReplies) while no worker has it yet.
+                if let job = try row.decode(23, as: Int64?.self), let old = Routing.Reason(rawValue: existing),
+                   let new = Routing.Reason(rawValue: decision.reason), new < old {
+                    upgrades.append((job, decision.reason))
+                }
+                continue
+            }
+            guard !decide(unsubscribedAt == nil ? .none : .unsubscribed).notified else { continue }
+            let event = IncomingEvent(source: try row.decode(2), id: try row.decode(3), type: try row.decode(4), event: .noEffect)
+            jobs.append((Created(event: event, message: message), uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
+        }
+        if !upgrades.isEmpty {
+            try connection.query("""
+                UPDATE jobs j SET reason = x.reason FROM unnest($2::bigint[], $3::text[]) AS x(id, reason)
+                 WHERE j.app = $1 AND j.id = x.id AND j.state = 'ready'
+                """, [app, upgrades.map(\.id), upgrades.map(\.reason)])
+        }
+        return try insert(jobs, on: connection)
+    }
+}

@@ -1,0 +1,183 @@
+import Glibc
+import Synchronization
+
+/// The peer's scenarios (S1, S2) and the soak: one event per request, as a chat server's bus
+/// posts them, measured the way the Synapse comparison in issue 11 was.
+extension Bench {
+    struct Thread1 {
+        let group: String
+        let members: [String]
+        let parent: String
+    }
+
+    /// A group of `members` members ("<prefix>u0" …), a thread started by the first, and an
+    /// explicit PUT subscription of every member, all before any timed window.
+    static func prepareThread(host: String, port: Int, keys: [String: String], prefix: String, members count: Int, base: Int64,
+                              subscribe: Bool) throws -> Thread1 {
+        let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+        let group = prefix + "g"
+        let members = (0..<count).map { "\(prefix)u\($0)" }
+        let put = try connection.request("PUT", "/v1/groups/\(group)/members", token: keys["server"],
+                                         json: "{\"members\":[" + members.map { "\"\($0)\"" }.joined(separator: ",") + "]}")
+        guard put.status == 200 else { throw BenchError("members: \(put.status) \(put.text)") }
+        let parent = prefix + "p"
+        let event = Self.groupMessage(event: "e-" + parent, id: parent, sender: members[0], group: group, parent: nil, at: base, mention: nil)
+        let posted = try connection.request("POST", "/v1/events", token: keys["ingest"], contentType: "application/cloudevents+json",
+                                            body: Array(event.utf8))
+        guard posted.status == 200 else { throw BenchError("parent: \(posted.status) \(posted.text)") }
+        if subscribe {
+            for uid in members {
+                let reply = try connection.request("PUT", "/v1/users/\(uid)/threads/\(parent)/subscription", token: keys["server"], json: "{}")
+                guard reply.status == 200 else { throw BenchError("subscribe: \(reply.status) \(reply.text)") }
+            }
+        }
+        return Thread1(group: group, members: members, parent: parent)
+    }
+
+    static func groupMessage(event: String, id: String, sender: String, group: String, parent: String?, at: Int64, mention: String?) -> String {
+        var data = "\"id\":\"\(id)\",\"sender\":\"\(sender)\",\"receiverType\":\"group\",\"receiver\":\"\(group)\","
+        if let parent { data += "\"parentId\":\"\(parent)\"," }
+        data += "\"sentAt\":\(at),\"text\":\"message \(id) of the bench, long enough to look like chat\","
+        data += "\"mentions\":[\(mention.map { "\"\($0)\"" } ?? "")],\"mentionsAll\":false"
+        return "{\"specversion\":\"1.0\",\"id\":\"\(event)\",\"source\":\"bench\",\"type\":\"message.created\",\"data\":{\(data)}}"
+    }
+
+    /// S1/S2: `replies` replies from one sender in one thread of a `members`-member group where
+    /// every member subscribed explicitly; every 5th mentions a member; one event per request,
+    /// 8 in flight. Replies/s = accepted ÷ time from the start to the last 200.
+    func peerScenario(_ name: String, members: Int, replies: Int, goal: Double) throws {
+        let app = "bench-\(name.lowercased())-\(runID)"
+        let keys = try makeApp(app)
+        let base = Int64(time(nil)) * 1000 - 600_000
+        say("\(name) setup: a \(members)-member group, a thread, \(members) explicit subscriptions …")
+        let thread = try Self.prepareThread(host: host, port: port, keys: keys, prefix: name.lowercased(), members: members, base: base, subscribe: true)
+        let sender = thread.members[1]
+        let host = self.host, port = self.port
+        let tickets = Ticket(limit: replies)
+        let retries = Counter()
+        say("\(name): \(replies) replies, one per request, 8 in flight …")
+        let result = runLoad(workers: 8) { _, log in
+            guard let n = tickets.take() else { return false }
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            let mention = n % 5 == 4 ? thread.members[2 + n / 5 % (members - 2)] : nil
+            let body = Self.groupMessage(event: "\(name)-r\(n)", id: "\(name)-m\(n)", sender: sender, group: thread.group,
+                                         parent: thread.parent, at: base + 1000 + Int64(n), mention: mention)
+            let started = now()
+            var retried = 0
+            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents+json",
+                                   body: Array(body.utf8), expect: 1, retries: &retried)
+            retries.add(retried)
+            log.record(started, ok: ok, error: "a reply was not accepted")
+            return true
+        }
+        // Jobs of a small group commit with the request; this waits in case they did not.
+        let expected = replies * (members - 1)
+        let waitStarted = now()
+        var jobs = 0
+        while true {
+            jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND parent_message_id = $2", [app, thread.parent])
+            if jobs >= expected || now() - waitStarted > 30_000_000_000 { break }
+            usleep(10_000)
+        }
+        let allJobs = result.seconds + Double(now() - waitStarted) / 1_000_000_000
+        let p50 = result.percentile(0.5), p99 = result.percentile(0.99)
+        add("\(name) peer: \(members)-member thread, 1 reply per request, 8 in flight", format(result.perSecond) + " replies/s", result,
+            goal: "≥ \(format(goal)) replies/s, p99 ≤ 2× p50", met: result.perSecond >= goal && p99 <= 2 * p50 && result.errors == 0)
+        notes.append("\(name): \(result.operations) replies accepted, \(result.errors) failed, \(retries.value) retries after 429/503; "
+                     + "\(format(Double(jobs))) of \(format(Double(expected))) jobs committed \(format(allJobs, digits: 2)) s after the start "
+                     + "(\(format(Double(jobs) / result.seconds)) jobs/s).")
+    }
+
+    /// The soak: S1-shaped replies (one per request, 8 in flight, every 5th a mention) spread over
+    /// many 50-member threads whose members all subscribed, while 4 workers claim and ack, for
+    /// `seconds`. Reports the reply rate of the first and the last minute, the queue depth and the
+    /// table sizes at the end.
+    func soak(seconds: Double) throws {
+        let app = "bench-soak-\(runID)"
+        let keys = try makeApp(app)
+        let threads = options.quick ? 20 : 100
+        let base = Int64(time(nil)) * 1000 - 3_600_000
+        say("soak setup: \(threads) threads in 50-member groups, every member subscribed …")
+        let made = Mutex<[Thread1]>([])
+        let setupTickets = Ticket(limit: threads)
+        let host = self.host, port = self.port
+        let setup = runLoad(workers: 4) { _, _ in
+            guard let t = setupTickets.take() else { return false }
+            let thread = try Self.prepareThread(host: host, port: port, keys: keys, prefix: "soak\(t)", members: 50, base: base, subscribe: true)
+            made.withLock { $0.append(thread) }
+            return true
+        }
+        guard setup.errors == 0 else { throw BenchError("soak setup failed") }
+        let all = made.withLock { $0 }
+        let minute = 60.0
+        let buckets = Mutex<[Int]>(Array(repeating: 0, count: Int(seconds / minute) + 2))
+        let started = now()
+        let stop = Atomic<Bool>(false)
+        let claimed = Counter()
+        let workerResult = Mutex<LoadResult?>(nil)
+        let workerThread = Thread {
+            let result = runLoad(workers: 4) { _, log in
+                if stop.load(ordering: .relaxed) { return false }
+                let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+                let begun = now()
+                let reply = try connection.request("POST", "/v1/jobs/claim", token: keys["worker"], json: #"{"max":100,"leaseSeconds":60}"#)
+                guard reply.status == 200 else { throw BenchError("claim: \(reply.status)") }
+                let handles = Self.jobHandles(reply.body)
+                if handles.isEmpty {
+                    usleep(50_000)
+                    return true
+                }
+                let ack = "{\"jobs\":[" + handles.map { "{\"id\":\"\($0.id)\",\"attempt\":\($0.attempt)}" }.joined(separator: ",") + "]}"
+                let acked = try connection.request("POST", "/v1/jobs/ack", token: keys["worker"], json: ack)
+                log.record(begun, ok: acked.status == 200, count: handles.count, error: "ack \(acked.status)")
+                claimed.add(handles.count)
+                return true
+            }
+            workerResult.withLock { $0 = result }
+        }
+        workerThread.start()
+        say("soak: \(format(seconds)) s of replies over \(all.count) threads, 4 workers claiming and acking …")
+        let counter = Ticket(limit: Int.max)
+        let result = runLoad(workers: 8, seconds: seconds) { _, log in
+            guard let n = counter.take() else { return false }
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            var random = SplitMix(seed: UInt64(n) &+ 77)
+            let thread = all[random.next(all.count)]
+            let sender = thread.members[random.next(50)]
+            let mention = n % 5 == 4 ? thread.members[random.next(50)] : nil
+            let body = Self.groupMessage(event: "soak-r\(n)", id: "soak-m\(n)", sender: sender, group: thread.group,
+                                         parent: thread.parent, at: base + 1000 + Int64(n), mention: mention)
+            let begun = now()
+            var retried = 0
+            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents+json",
+                                   body: Array(body.utf8), expect: 1, retries: &retried)
+            log.record(begun, ok: ok, error: "a reply was not accepted")
+            if ok {
+                let index = Int(Double(now() - started) / 1_000_000_000 / minute)
+                buckets.withLock { if index < $0.count { $0[index] += 1 } }
+            }
+            return true
+        }
+        stop.store(true, ordering: .relaxed)
+        while workerResult.withLock({ $0 == nil }) { usleep(20_000) }
+        let perMinute = buckets.withLock { $0 }
+        let minutes = max(1, Int(seconds / minute))
+        let first = Double(perMinute[0]) / minute
+        let last = Double(perMinute[minutes - 1]) / minute
+        let ready = try count("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'ready'", [app])
+        add("soak: first minute", format(first) + " replies/s", nil)
+        add("soak: last minute", format(last) + " replies/s", nil,
+            goal: "≥ 90% of the first (" + format(minutes > 1 ? last / max(first, 1) * 100 : 100) + "%)",
+            met: minutes > 1 && last >= 0.9 * first && result.errors == 0)
+        add("soak: whole run", format(result.perSecond) + " replies/s", result)
+        let sizes = try database().query("""
+            SELECT string_agg(relname || ' ' || pg_size_pretty(pg_total_relation_size(relid)), ', ' ORDER BY pg_total_relation_size(relid) DESC)
+              FROM pg_stat_user_tables
+             WHERE relname IN ('jobs', 'subscriptions', 'messages', 'message_versions', 'mentions', 'threads', 'events', 'group_members')
+            """)[0].decode(0, as: String?.self) ?? ""
+        notes.append("soak: \(format(Double(result.operations))) replies in \(format(result.seconds, digits: 1)) s "
+                     + "(per minute: \(perMinute.prefix(minutes).map { format(Double($0) / minute) }.joined(separator: ", ")) replies/s), "
+                     + "\(result.errors) failed; workers acked \(format(Double(claimed.value))) jobs; "
+                     + "\(format(Double(ready))) jobs ready at the end. Tables: \(sizes).")
+    }
+}
