@@ -127,8 +127,8 @@ enum InboxAPI {
         let store = SubscriptionStore()
         let row = try context.services.database.withConnection { connection in
             try connection.withTransaction { connection -> String in
-                let (thread, lockKey) = try store.resolve(app: app, messageID: messageID, on: connection)
-                try IngestStore.lock(keys: [lockKey], app: app, on: connection)
+                let (thread, locks) = try store.resolve(app: app, messageID: messageID, on: connection)
+                try locks.lock(app: app, on: connection)
                 guard try store.hasAccess(app: app, uid: owner, thread: thread, on: connection) else {
                     throw SubscriptionStore.noAccess
                 }
@@ -177,17 +177,19 @@ enum InboxAPI {
             // The conversations with unread threads, locked a slice at a time so that concurrent
             // ingest cannot slip a reply between the mark and the count.
             let keys = try connection.query("""
-                SELECT DISTINCT CASE WHEN t.group_id IS NOT NULL THEN 'g:' || t.group_id ELSE 't:' || t.parent_id END
+                SELECT t.parent_id, t.group_id
                   FROM subscriptions s JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
                  WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.unread_replies > 0
                    AND ($3::text IS NULL OR s.conversation_id = $3)
-                """, [app, owner, conversation]).map { try $0.decode(0, as: String.self) }
+                """, [app, owner, conversation]).map { (thread: try $0.decode(0, as: String.self), group: try $0.decode(1, as: String?.self)) }
             var index = 0
             while index < keys.count {
                 let slice = Array(keys[index..<min(keys.count, index + 200)])
                 index += slice.count
                 updated += try connection.withTransaction { connection in
-                    try IngestStore.lock(keys: slice, app: app, on: connection)
+                    var locks = LockSet()
+                    for key in slice { locks.thread(key.thread, group: key.group) }
+                    try locks.lock(app: app, on: connection)
                     let rows = try connection.query("""
                         WITH marked AS (
                             UPDATE subscriptions s SET mark_at = t.last_reply_at, mark_id = t.last_reply_id,
@@ -197,12 +199,11 @@ enum InboxAPI {
                                AND ($3::text IS NULL OR s.conversation_id = $3)
                                AND t.app = s.app AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
                                AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id) < (t.last_reply_at, t.last_reply_id COLLATE "C"))
-                               AND (CASE WHEN t.group_id IS NOT NULL THEN 'g:' || t.group_id ELSE 't:' || t.parent_id END)
-                                   = ANY ($4::text[])
+                               AND t.parent_id = ANY ($4::text[])
                             RETURNING s.thread_id
                         )
                         SELECT thread_id FROM marked
-                        """, [app, owner, conversation, slice])
+                        """, [app, owner, conversation, slice.map(\.thread)])
                     let threads = try rows.map { try $0.decode(0, as: String.self) }
                     if !threads.isEmpty {
                         try connection.query("SELECT herald_refresh_inbox($1, $2, $3)",

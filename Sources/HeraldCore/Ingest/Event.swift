@@ -17,12 +17,6 @@ public struct Conversation: Sendable, Hashable {
         return Conversation(id: a + "_user_" + b, receiverType: "user", groupID: nil, userA: a, userB: b)
     }
 
-    /// The advisory-lock key that serialises every change to this conversation's derived state:
-    /// the group for groups (membership events touch every thread of a group), else the thread.
-    func lockKey(thread: String) -> String {
-        if let groupID { return "g:" + groupID }
-        return "t:" + thread
-    }
 }
 
 /// A validated event of one of the types of SPEC §4.

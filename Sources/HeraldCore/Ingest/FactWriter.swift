@@ -46,7 +46,7 @@ struct FactWriter {
     }
 
     /// Stores the facts and recomputes what they touch; returns the count of jobs produced.
-    func write(on connection: PostgresConnection) throws -> Int {
+    func write(holding held: LockSet, on connection: PostgresConnection) throws -> Int {
         var touchedThreads: Set<String> = []
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
@@ -89,6 +89,11 @@ struct FactWriter {
                     evidenceGroups.append(try row.decode(0, as: String.self))
                     evidenceUsers.append(try row.decode(1, as: String.self))
                 }
+                // Membership changes touch every thread of the group: they need the group exclusively.
+                var needed = LockSet()
+                for group in evidenceGroups { needed.group(group) }
+                let missing = held.missing(from: needed)
+                if !missing.isEmpty { throw NeedsLocks(locks: missing) }
             }
         }
         var freshEditVersions: Set<[UInt8]> = []
@@ -148,6 +153,8 @@ struct FactWriter {
                 SELECT $1, gid, uid, max(j), max(r)
                   FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(gid, uid, j, r)
                  GROUP BY gid, uid
+                 -- rows in one order: concurrent batches on other threads of the group lock them alike
+                 ORDER BY gid COLLATE "C", uid COLLATE "C"
                 ON CONFLICT (app, group_id, uid) DO UPDATE SET
                     joined_at = greatest(g.joined_at, EXCLUDED.joined_at),
                     removed_at = greatest(g.removed_at, EXCLUDED.removed_at)

@@ -25,7 +25,7 @@ public struct IngestStore: Sendable {
         // Same (source, id) twice in one request: the first counts, the others are duplicates.
         // Keys compare as bytes, as PostgreSQL does (Swift's == would merge canonically equal text).
         var firstIndex: [[UInt8]: Int] = [:]
-        var candidates: [(index: Int, event: IncomingEvent)] = []
+        var original: [(index: Int, event: IncomingEvent)] = []
         var outcomes: [Outcome?] = Array(repeating: nil, count: items.count)
         var rejected: [(EventRejection, String?, String?, String?, JSONValue)] = []
         for (index, item) in items.enumerated() {
@@ -34,7 +34,7 @@ public struct IngestStore: Sendable {
                 let key = Array(event.source.utf8) + [0] + Array(event.id.utf8)
                 if firstIndex[key] == nil {
                     firstIndex[key] = index
-                    candidates.append((index, event))
+                    original.append((index, event))
                 } else {
                     outcomes[index] = Outcome(status: .duplicate, source: event.source, id: event.id, error: nil)
                 }
@@ -45,37 +45,56 @@ public struct IngestStore: Sendable {
         }
 
         var jobsProduced = 0
-        try connection.withTransaction { connection in
-            if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
-            guard !candidates.isEmpty else { return }
-            let original = candidates
-            candidates = try resolveThreads(original, app: app, on: connection)
-            let held = lockKeys(candidates.map(\.event))
-            try Self.lock(keys: Array(held), app: app, on: connection)
-            // Edits and deletions without parentId: resolve again under the locks (a reply may have
-            // arrived meanwhile) and lock a thread learned only now.
-            if original.contains(where: { $0.event.needsThreadResolution }) {
-                candidates = try resolveThreads(original, app: app, on: connection)
-                let learned = lockKeys(candidates.map(\.event)).subtracting(held)
-                if !learned.isEmpty { try Self.lock(keys: Array(learned), app: app, on: connection) }
+        // Locks found missing on the way (membership evidence under a shared group lock) are
+        // taken from the start on the next try.
+        var extra = LockSet()
+        let firstOutcomes = outcomes
+        for attempt in 0..<3 {
+            outcomes = firstOutcomes
+            do {
+                try connection.withTransaction { connection in
+                    if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
+                    guard !original.isEmpty else { return }
+                    var working = try resolveThreads(original, app: app, on: connection)
+                    var held = lockSet(working.map(\.event))
+                    held.formUnion(extra)
+                    try held.lock(app: app, on: connection)
+                    // Edits and deletions without parentId: resolve again under the locks (a reply may have
+                    // arrived meanwhile) and lock a thread learned only now.
+                    if original.contains(where: { $0.event.needsThreadResolution }) {
+                        working = try resolveThreads(original, app: app, on: connection)
+                        let learned = held.missing(from: lockSet(working.map(\.event)))
+                        if !learned.isEmpty {
+                            try learned.lock(app: app, on: connection)
+                            held.formUnion(learned)
+                        }
+                    }
+                    let fresh = try connection.query("""
+                        INSERT INTO events (app, source, id, type)
+                        SELECT $1, s, i, t FROM unnest($2::text[], $3::text[], $4::text[]) AS x(s, i, t)
+                         -- in one order: two batches redelivering the same events wait, never deadlock
+                         ORDER BY s COLLATE "C", i COLLATE "C"
+                        ON CONFLICT DO NOTHING
+                        RETURNING source, id
+                        """, [app, working.map(\.event.source), working.map(\.event.id), working.map(\.event.type)])
+                    var isNew: Set<[UInt8]> = []
+                    for row in fresh {
+                        isNew.insert(Array(try row.decode(0, as: String.self).utf8) + [0] + Array(try row.decode(1, as: String.self).utf8))
+                    }
+                    var accepted: [IncomingEvent] = []
+                    for (index, event) in working {
+                        let new = isNew.contains(Array(event.source.utf8) + [0] + Array(event.id.utf8))
+                        outcomes[index] = Outcome(status: new ? .accepted : .duplicate, source: event.source, id: event.id, error: nil)
+                        if new { accepted.append(event) }
+                    }
+                    if !accepted.isEmpty {
+                        jobsProduced = try FactWriter(app: app, events: accepted).write(holding: held, on: connection)
+                    }
+                }
+                break
+            } catch let needed as NeedsLocks where attempt < 2 {
+                extra.formUnion(needed.locks)
             }
-            let fresh = try connection.query("""
-                INSERT INTO events (app, source, id, type)
-                SELECT $1, s, i, t FROM unnest($2::text[], $3::text[], $4::text[]) AS x(s, i, t)
-                ON CONFLICT DO NOTHING
-                RETURNING source, id
-                """, [app, candidates.map(\.event.source), candidates.map(\.event.id), candidates.map(\.event.type)])
-            var isNew: Set<[UInt8]> = []
-            for row in fresh {
-                isNew.insert(Array(try row.decode(0, as: String.self).utf8) + [0] + Array(try row.decode(1, as: String.self).utf8))
-            }
-            var accepted: [IncomingEvent] = []
-            for (index, event) in candidates {
-                let new = isNew.contains(Array(event.source.utf8) + [0] + Array(event.id.utf8))
-                outcomes[index] = Outcome(status: new ? .accepted : .duplicate, source: event.source, id: event.id, error: nil)
-                if new { accepted.append(event) }
-            }
-            if !accepted.isEmpty { jobsProduced = try FactWriter(app: app, events: accepted).write(on: connection) }
         }
         return (outcomes.map { $0! }, jobsProduced)
     }
@@ -116,29 +135,20 @@ public struct IngestStore: Sendable {
         }
     }
 
-    /// Serialises work on the same conversations: advisory locks taken in one global order, so
-    /// concurrent batches cannot deadlock on them.
-    func lockKeys(_ events: [IncomingEvent]) -> Set<String> {
-        var keys: Set<String> = []
+    /// The locks a batch needs (see `LockSet`): each message's thread, each membership change's group.
+    func lockSet(_ events: [IncomingEvent]) -> LockSet {
+        var locks = LockSet()
         for event in events {
             switch event.event {
-            case .messageCreated(let m): keys.insert(m.conversation.lockKey(thread: m.threadID))
-            case .messageEdited(let m): keys.insert(m.conversation.lockKey(thread: m.threadID))
-            case .messageDeleted(let m): keys.insert(m.conversation?.lockKey(thread: m.threadID) ?? "t:" + m.threadID)
-            case .membership(let change): keys.insert("g:" + change.guid)
-            case .groupDeleted(let guid, _): keys.insert("g:" + guid)
+            case .messageCreated(let m): locks.thread(m.threadID, group: m.conversation.groupID)
+            case .messageEdited(let m): locks.thread(m.threadID, group: m.conversation.groupID)
+            case .messageDeleted(let m): locks.thread(m.threadID, group: m.conversation?.groupID)
+            case .membership(let change): locks.group(change.guid)
+            case .groupDeleted(let guid, _): locks.group(guid)
             case .noEffect: break
             }
         }
-        return keys
-    }
-
-    static func lock(keys: [String], app: String, on connection: PostgresConnection) throws {
-        guard !keys.isEmpty else { return }
-        try connection.query("""
-            SELECT pg_advisory_xact_lock(h)
-              FROM (SELECT DISTINCT hashtextextended($1 || ':' || k, 0) AS h FROM unnest($2::text[]) AS k ORDER BY 1) s
-            """, [app, keys])
+        return locks
     }
 
     /// Keeps what is known of each rejected event for `GET /v1/events/rejected`. PostgreSQL's text

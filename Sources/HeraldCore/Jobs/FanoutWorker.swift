@@ -87,9 +87,11 @@ public final class FanoutWorker: Sendable {
                     "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
                 guard let state = current.first, try state.decode(1, as: Bool.self) == false,
                       try state.decode(0, as: String?.self) == after else { return true }
-                // Under the conversation's lock, as ingest: a deletion cannot slip past this chunk.
-                if let group = try StoredMessage.group(app: app, id: messageID, on: connection) {
-                    try IngestStore.lock(keys: ["g:" + group], app: app, on: connection)
+                // Under the thread's lock, as ingest: a deletion cannot slip past this chunk.
+                if let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection) {
+                    var locks = LockSet()
+                    locks.thread(thread, group: group)
+                    try locks.lock(app: app, on: connection)
                 }
                 guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
                     try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
@@ -120,8 +122,10 @@ public final class FanoutWorker: Sendable {
 
 /// A stored message as the fan-out needs it.
 enum StoredMessage {
-    static func group(app: String, id: String, on connection: PostgresConnection) throws -> String? {
-        try connection.query("SELECT group_id FROM messages WHERE app = $1 AND id = $2", [app, id]).first?.decode(0, as: String?.self)
+    static func thread(app: String, id: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
+        guard let row = try connection.query("SELECT coalesce(parent_id, id), group_id FROM messages WHERE app = $1 AND id = $2",
+                                             [app, id]).first else { return nil }
+        return (try row.decode(0, as: String.self), try row.decode(1, as: String?.self))
     }
 
     /// The message, unless it or its thread was deleted.

@@ -33,7 +33,9 @@ enum MembershipAPI {
         let app = context.app
         try context.services.database.withConnection { connection in
             try connection.withTransaction { connection in
-                try IngestStore.lock(keys: ["g:" + guid], app: app, on: connection)
+                var locks = LockSet()
+                locks.group(guid)
+                try locks.lock(app: app, on: connection)
                 let changed = try connection.query("""
                     WITH now AS (SELECT herald_now_ms() AS at),
                     listed AS (SELECT DISTINCT unnest($3::text[]) AS uid),

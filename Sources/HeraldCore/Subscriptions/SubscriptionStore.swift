@@ -31,9 +31,8 @@ struct SubscriptionStore: Sendable {
 
     enum Change { case subscribe, unsubscribe }
 
-    /// The thread a message id belongs to, with the lock key of its conversation; 404 when
-    /// unknown or deleted.
-    func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, lockKey: String) {
+    /// The thread a message id belongs to, with the locks that change it; 404 when unknown or deleted.
+    func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, locks: LockSet) {
         let rows = try connection.query("""
             SELECT t.parent_id, t.group_id, (t.deleted_at IS NOT NULL OR coalesce(m.deleted_at IS NOT NULL, false))
               FROM (SELECT $2::text AS id) q
@@ -43,7 +42,9 @@ struct SubscriptionStore: Sendable {
         guard let row = rows.first, try !row.decode(2, as: Bool.self) else { throw Self.messageNotFound }
         let thread = try row.decode(0, as: String.self)
         let group = try row.decode(1, as: String?.self)
-        return (thread, group.map { "g:" + $0 } ?? "t:" + thread)
+        var locks = LockSet()
+        locks.thread(thread, group: group)
+        return (thread, locks)
     }
 
     /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
@@ -80,8 +81,8 @@ struct SubscriptionStore: Sendable {
     /// subscription from every fact (so later triggers are judged against it).
     func change(_ change: Change, app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
         try connection.withTransaction { connection in
-            let (thread, lockKey) = try resolve(app: app, messageID: messageID, on: connection)
-            try IngestStore.lock(keys: [lockKey], app: app, on: connection)
+            let (thread, locks) = try resolve(app: app, messageID: messageID, on: connection)
+            try locks.lock(app: app, on: connection)
             // Re-check under the lock: a deletion may have landed meanwhile.
             _ = try resolve(app: app, messageID: messageID, on: connection)
             guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }

@@ -1,0 +1,63 @@
+import Postgres
+
+/// The advisory locks that serialise changes to derived state, by what actually conflicts:
+///
+/// - a thread (`t:<thread>`, exclusive): its messages, edits, deletions, subscription changes,
+///   read marks and fan-out chunks;
+/// - a group (`g:<guid>`): shared by everything that works on one of its threads, exclusive for
+///   what changes its membership (member events, snapshots, a message from a sender who was not a
+///   member, `group.deleted`), which touches every thread of the group.
+///
+/// So replies in different threads of one group run side by side, and a membership change waits
+/// for them and they for it. All locks of a set are taken in one statement, in one global order,
+/// so two sets cannot deadlock on each other.
+struct LockSet: Sendable, Equatable {
+    private(set) var exclusive: Set<String> = []
+    private(set) var shared: Set<String> = []
+
+    var isEmpty: Bool { exclusive.isEmpty && shared.isEmpty }
+
+    /// A thread, in a group (nil: a one-on-one thread).
+    mutating func thread(_ thread: String, group: String?) {
+        exclusive.insert("t:" + thread)
+        if let group { shared.insert("g:" + group) }
+    }
+
+    /// A group's membership.
+    mutating func group(_ group: String) {
+        exclusive.insert("g:" + group)
+    }
+
+    /// What `other` holds that this set does not (a shared lock held where `other` wants it
+    /// exclusive counts as missing).
+    func missing(from other: LockSet) -> LockSet {
+        var missing = LockSet()
+        missing.exclusive = other.exclusive.subtracting(exclusive)
+        missing.shared = other.shared.subtracting(shared).subtracting(exclusive)
+        return missing
+    }
+
+    mutating func formUnion(_ other: LockSet) {
+        exclusive.formUnion(other.exclusive)
+        shared.formUnion(other.shared)
+    }
+
+    /// Takes the locks until the transaction ends.
+    func lock(app: String, on connection: PostgresConnection) throws {
+        guard !isEmpty else { return }
+        let sharedOnly = shared.subtracting(exclusive)
+        try connection.query("""
+            SELECT CASE WHEN s THEN pg_advisory_xact_lock_shared(h)::text ELSE pg_advisory_xact_lock(h)::text END
+              FROM (SELECT hashtextextended($1 || ':' || k, 0) AS h, bool_and(s) AS s
+                      FROM unnest($2::text[], $3::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
+            """, [app, Array(exclusive) + Array(sharedOnly),
+                  Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)])
+    }
+}
+
+/// Raised inside an ingest transaction that finds it needs a lock it does not hold (a sender
+/// whose message turned out to be membership evidence under a shared group lock); the
+/// transaction is rolled back and run again with it.
+struct NeedsLocks: Error {
+    let locks: LockSet
+}
