@@ -16,7 +16,10 @@ public struct Service: Sendable {
         var router = Router<Route>()
         OperationsAPI.register(in: &router)
         TenancyAPI.register(in: &router)
-        IngestAPI.register(in: &router, limiter: InFlightLimiter(limit: services.configuration.ingestMaxInFlight))
+        IngestAPI.register(in: &router, limiter: InFlightLimiter(
+            limit: services.configuration.ingestMaxInFlight,
+            maxWaiting: max(0, services.configuration.threads - services.configuration.ingestMaxInFlight),
+            queueMilliseconds: services.configuration.ingestQueueMilliseconds))
         SubscriptionsAPI.register(in: &router)
         MembershipAPI.register(in: &router)
         InboxAPI.register(in: &router)

@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import Dispatch
 import Synchronization
 
 /// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
@@ -68,20 +69,34 @@ enum IngestAPI {
     }
 }
 
-/// Bounds how many requests of one kind run at once; the rest get `429 ERR_OVERLOADED` at once
-/// instead of queueing behind them.
+/// Bounds how many requests of one kind run at once. One that finds every slot taken waits for
+/// one, up to `queueMilliseconds`, so a burst queues briefly instead of being refused while the
+/// database keeps up; only `maxWaiting` wait at once (the other threads stay free for other
+/// routes), and past either bound the answer is `429 ERR_OVERLOADED` + `Retry-After`.
 public final class InFlightLimiter: Sendable {
     public let limit: Int
-    private let count = Atomic<Int>(0)
+    public let maxWaiting: Int
+    public let queueMilliseconds: Int
+    private let slots: DispatchSemaphore
+    private let waiting = Atomic<Int>(0)
 
-    public init(limit: Int) {
+    public init(limit: Int, maxWaiting: Int = 0, queueMilliseconds: Int = 0) {
         self.limit = max(1, limit)
+        self.maxWaiting = max(0, maxWaiting)
+        self.queueMilliseconds = max(0, queueMilliseconds)
+        slots = DispatchSemaphore(value: self.limit)
     }
 
     public func run<T>(_ body: () throws -> T) throws -> T {
-        let now = count.add(1, ordering: .relaxed).newValue
-        defer { count.subtract(1, ordering: .relaxed) }
-        guard now <= limit else { throw HTTPError.overloaded() }
+        if slots.wait(timeout: .now()) == .timedOut {
+            let queued = waiting.add(1, ordering: .relaxed).newValue
+            defer { waiting.subtract(1, ordering: .relaxed) }
+            guard queued <= maxWaiting, queueMilliseconds > 0,
+                  slots.wait(timeout: .now() + .milliseconds(queueMilliseconds)) == .success else {
+                throw HTTPError.overloaded()
+            }
+        }
+        defer { slots.signal() }
         return try body()
     }
 }
