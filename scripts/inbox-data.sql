@@ -26,16 +26,18 @@ SELECT :'app', 't' || n, 'group_g' || (n % :groups), 'group', 'g' || (n % :group
   FROM generate_series(0, :threads - 1) AS n;
 
 INSERT INTO subscriptions (app, uid, thread_id, subscribed, source, reason, since, updated_at, conversation_id,
-                           activity_at, visible, unread_replies, unread_mentions)
+                           activity_at, visible, read_count, has_unread, unread_mentions)
 SELECT :'app', 'u' || ((n % :groups) + :groups * ((n / :groups + k) % :per_group)), 't' || n, true, 'auto', 'reply',
        1700000000000 + n * 10, 1700000000000, 'group_g' || (n % :groups),
-       1700000000000 + (n / 1000) * 1000, true, (n + k) % 7, CASE WHEN (n + k) % 11 = 0 THEN 1 ELSE 0 END
+       1700000000000 + (n / 1000) * 1000, true,
+       greatest(0, 1 + n % 50 - (n + k) % 7), least(1 + n % 50, (n + k) % 7) > 0, CASE WHEN (n + k) % 11 = 0 THEN 1 ELSE 0 END
   FROM generate_series(0, :threads - 1) AS n, generate_series(0, :subs_per_thread - 1) AS k;
 
 INSERT INTO subscriptions (app, uid, thread_id, subscribed, source, reason, since, updated_at, conversation_id,
-                           activity_at, visible, unread_replies, unread_mentions)
+                           activity_at, visible, read_count, has_unread, unread_mentions)
 SELECT :'app', 'heavy', 't' || n, true, 'auto', 'mention', 1700000000000 + n * 10, 1700000000000,
-       'group_g' || (n % :groups), 1700000000000 + (n / 1000) * 1000, true, n % 3, CASE WHEN n % 13 = 0 THEN 1 ELSE 0 END
+       'group_g' || (n % :groups), 1700000000000 + (n / 1000) * 1000, true,
+       greatest(0, 1 + n % 50 - n % 3), n % 3 > 0, CASE WHEN n % 13 = 0 THEN 1 ELSE 0 END
   FROM generate_series(0, :threads - 1) AS n
  WHERE n % :groups < greatest(1, :heavy_threads / 100)
  LIMIT :heavy_threads;

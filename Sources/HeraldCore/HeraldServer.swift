@@ -18,8 +18,7 @@ public final class HeraldServer: Sendable {
         guard let databaseURL = configuration.databaseURL else {
             throw ConfigurationError(variable: "DATABASE_URL", message: "is required")
         }
-        let migrations = try Migration.load(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
-        let migrator = Migrator(migrations: migrations)
+        let migrator = try Migrator(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
         database = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.databasePoolSize,
             acquireTimeoutSeconds: Double(configuration.databaseAcquireTimeoutMs) / 1000))
@@ -34,7 +33,8 @@ public final class HeraldServer: Sendable {
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
         service = Service(services: Services(configuration: configuration, database: database, logger: logger,
-                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics))
+                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics,
+                                             inboxRefresher: InboxRefresher(database: database, logger: logger)))
         let service = self.service
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,
@@ -45,6 +45,7 @@ public final class HeraldServer: Sendable {
         maintenance.start()
         fanout.start()
         jobWaiter.start()
+        service.services.inboxRefresher.start()
         logger.info("listening", ["host": .string(configuration.listenHost), "port": .int(http.port),
                                   "threads": .int(configuration.threads), "schemaVersion": .int(migrator.latestVersion)])
     }
@@ -58,6 +59,7 @@ public final class HeraldServer: Sendable {
         http.shutdown(drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))
         maintenance.stop()
         service.services.fanout.stop()
+        service.services.inboxRefresher.stop()
         database.close()
         service.services.logger.info("stopped")
     }

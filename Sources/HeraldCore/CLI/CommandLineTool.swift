@@ -194,7 +194,7 @@ public struct CommandLineTool {
     private func migrate() throws {
         let configuration = try configuration()
         let directory = Migration.locateDirectory(configured: configuration.migrationsDirectory)
-        let migrator = Migrator(migrations: try Migration.load(directory: directory))
+        let migrator = try Migrator(directory: directory)
         let applied = try withDatabase { try migrator.migrate($0) }
         if applied.isEmpty {
             output("schema is current (version \(migrator.latestVersion))")

@@ -17,10 +17,13 @@ public struct Services: Sendable {
     public let jobWaiter: JobWaiter
     /// Counters and histograms for `GET /metrics`.
     public let metrics: Metrics
+    /// Refreshes busy threads' inbox sort keys in the background; ingest wakes it.
+    public let inboxRefresher: InboxRefresher
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
-                jobWaiter: JobWaiter, metrics: Metrics) {
+                jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher) {
         self.metrics = metrics
+        self.inboxRefresher = inboxRefresher
         self.fanout = fanout
         self.jobWaiter = jobWaiter
         self.configuration = configuration

@@ -18,7 +18,8 @@ enum InboxAPI {
             'replyCount', t.reply_count,
             'lastReply', CASE WHEN t.last_reply_id IS NOT NULL THEN jsonb_build_object(
                 'id', t.last_reply_id, 'sender', t.last_reply_sender, 'sentAt', t.last_reply_at, 'text', t.last_reply_text) END,
-            'unreadReplyCount', coalesce(s.unread_replies, 0), 'unreadMentionCount', coalesce(s.unread_mentions, 0),
+            'unreadReplyCount', CASE WHEN s.subscribed THEN greatest(0, t.reply_count - s.read_count) ELSE 0 END,
+            'unreadMentionCount', coalesce(s.unread_mentions, 0),
             'subscribed', coalesce(s.subscribed, false),
             'subscription', CASE WHEN s.subscribed THEN jsonb_build_object('source', s.source, 'reason', s.reason, 'since', s.since) END,
             'updatedAt', greatest(s.updated_at, t.updated_at))::text
@@ -60,34 +61,54 @@ enum InboxAPI {
         }
 
         // One statement per shape, so that each is prepared with the plan that fits it.
-        var conditions = ["s.app = $1", "s.uid = $2", "s.visible"]
+        // Rows are ordered by their stored sort key, except the rows of threads whose sort key is
+        // being refreshed in the background (stale_threads, a handful): those are read with the
+        // thread's own activity and merged in. A stored key is never ahead of the thread's, so
+        // the merged top rows are exact (docs/inbox.md).
+        var shared = ["s.visible"]
         var parameters: [any PostgresEncodable] = [context.app, owner, list.limit + 1]
         if let conversation {
             parameters.append(conversation)
-            conditions.append("s.conversation_id = $\(parameters.count)")
+            shared.append("s.conversation_id = $\(parameters.count)")
         }
-        if unreadOnly { conditions.append("s.unread_replies > 0") }
+        if unreadOnly { shared.append("s.has_unread") }
+        var storedAfter = "", staleAfter = ""
         if let after {
             parameters.append(after.0)
             parameters.append(after.1)
-            conditions.append("(s.activity_at, s.thread_id COLLATE \"C\") < ($\(parameters.count - 1), $\(parameters.count)::text COLLATE \"C\")")
+            let bound = "($\(parameters.count - 1), $\(parameters.count)::text COLLATE \"C\")"
+            storedAfter = " AND (s.activity_at, s.thread_id COLLATE \"C\") < " + bound
+            staleAfter = " WHERE (x.activity, x.thread_id COLLATE \"C\") < " + bound
         }
+        let filters = shared.joined(separator: " AND ")
         let sql = """
             WITH page AS (
-                SELECT s.activity_at, s.thread_id, \(rowJSON) AS row
-                  FROM (SELECT * FROM subscriptions s
-                         WHERE \(conditions.joined(separator: " AND "))
-                         ORDER BY s.activity_at DESC, s.thread_id COLLATE "C" DESC
-                         LIMIT $3) s
-                  JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                SELECT * FROM (
+                    SELECT s.activity_at AS activity, s.thread_id, \(rowJSON) AS row
+                      FROM (SELECT * FROM subscriptions s
+                             WHERE s.app = $1 AND s.uid = $2 AND \(filters)\(storedAfter)
+                               AND NOT EXISTS (SELECT 1 FROM stale_threads st WHERE st.app = s.app AND st.thread_id = s.thread_id)
+                             ORDER BY s.activity_at DESC, s.thread_id COLLATE "C" DESC
+                             LIMIT $3) s
+                      JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                    UNION ALL
+                    SELECT x.activity, x.thread_id, x.row FROM (
+                        SELECT coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0) AS activity, s.thread_id, \(rowJSON) AS row
+                          FROM stale_threads st
+                          JOIN subscriptions s ON s.app = st.app AND s.uid = $2 AND s.thread_id = st.thread_id
+                          JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                         WHERE st.app = $1 AND \(filters)) x\(staleAfter)
+                ) merged
+                ORDER BY activity DESC, thread_id COLLATE "C" DESC
+                LIMIT $3
             ),
             totals AS (
                 SELECT count(*) AS threads, coalesce(sum(unread_mentions), 0) AS mentions FROM subscriptions
-                 WHERE app = $1 AND uid = $2 AND visible AND unread_replies > 0
+                 WHERE app = $1 AND uid = $2 AND visible AND has_unread
             )
-            SELECT totals.threads, totals.mentions, page.activity_at, page.thread_id, page.row
+            SELECT totals.threads, totals.mentions, page.activity, page.thread_id, page.row
               FROM totals LEFT JOIN page ON true
-             ORDER BY page.activity_at DESC, page.thread_id COLLATE "C" DESC
+             ORDER BY page.activity DESC, page.thread_id COLLATE "C" DESC
             """
         let rows = try context.services.database.withConnection { try $0.query(sql, parameters) }
         let totals = (threads: try rows.first?.decode(0, as: Int.self) ?? 0, mentions: try rows.first?.decode(1, as: Int.self) ?? 0)
@@ -179,7 +200,7 @@ enum InboxAPI {
             let keys = try connection.query("""
                 SELECT t.parent_id, t.group_id
                   FROM subscriptions s JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
-                 WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.unread_replies > 0
+                 WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.has_unread
                    AND ($3::text IS NULL OR s.conversation_id = $3)
                 """, [app, owner, conversation]).map { (thread: try $0.decode(0, as: String.self), group: try $0.decode(1, as: String?.self)) }
             var index = 0
@@ -195,7 +216,7 @@ enum InboxAPI {
                             UPDATE subscriptions s SET mark_at = t.last_reply_at, mark_id = t.last_reply_id,
                                                        updated_at = herald_now_ms()
                               FROM threads t
-                             WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.unread_replies > 0
+                             WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.has_unread
                                AND ($3::text IS NULL OR s.conversation_id = $3)
                                AND t.app = s.app AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
                                AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id) < (t.last_reply_at, t.last_reply_id COLLATE "C"))

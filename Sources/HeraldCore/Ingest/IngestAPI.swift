@@ -21,6 +21,7 @@ enum IngestAPI {
         if outcomes.contains(where: { $0.status == .accepted }) {
             services.fanout.wake()
             services.jobWaiter.wake()
+            services.inboxRefresher.wake()
         }
         var accepted = 0, duplicates = 0, rejected = 0
         var results = ""

@@ -199,7 +199,7 @@ struct Fanout {
         var badges: [String: Int] = [:]
         for row in try connection.query("""
             SELECT uid, count(*) FROM subscriptions
-             WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND unread_replies > 0 GROUP BY uid
+             WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND has_unread GROUP BY uid
             """, [app, Array(Set(jobs.map(\.recipient)))]) {
             badges[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
         }

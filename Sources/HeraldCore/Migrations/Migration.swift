@@ -41,6 +41,20 @@ public struct Migration: Sendable, Equatable {
         return migrations
     }
 
+    /// The files of `functions/` in `directory`, in name order: SQL functions (`CREATE OR REPLACE`)
+    /// that hold derived-state rules, applied again at every start after the migrations, so that a
+    /// rule changes by editing its file rather than through a new migration. None: an empty list.
+    public static func loadFunctions(directory: String) throws -> [Migration] {
+        let folder = directory + "/functions"
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
+        return try entries.filter { $0.hasSuffix(".sql") }.sorted().map { entry in
+            guard let data = FileManager.default.contents(atPath: folder + "/" + entry) else {
+                throw MigrationError(message: "cannot read functions/\(entry)")
+            }
+            return Migration(version: 0, name: "functions/" + String(entry.dropLast(4)), sql: String(decoding: data, as: UTF8.self))
+        }
+    }
+
     /// The migrations folder: `configured` if given, else the first `sql/` holding migrations
     /// found beside the running binary (an install's `share/herald/sql`, or the source tree's
     /// `sql/` above `.build/`), else `./sql`.

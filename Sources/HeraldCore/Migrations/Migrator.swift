@@ -9,9 +9,17 @@ public struct Migrator: Sendable {
     static let lockKey: Int64 = 0x4845_5241_4C44 // "HERALD"
 
     public let migrations: [Migration]
+    /// `sql/functions/`: applied after the migrations on every run.
+    public let functions: [Migration]
 
-    public init(migrations: [Migration]) {
+    public init(migrations: [Migration], functions: [Migration] = []) {
         self.migrations = migrations
+        self.functions = functions
+    }
+
+    /// The migrations and the functions of a `sql/` folder.
+    public init(directory: String) throws {
+        self.init(migrations: try Migration.load(directory: directory), functions: try Migration.loadFunctions(directory: directory))
     }
 
     /// The newest version this binary knows.
@@ -48,6 +56,11 @@ public struct Migrator: Sendable {
                                          [migration.version, migration.name, migration.checksum])
             }
             done.append(migration)
+        }
+        if !functions.isEmpty {
+            try connection.withTransaction { connection in
+                for file in functions { try connection.execute(unsafeSQL: file.sql) }
+            }
         }
         return done
     }

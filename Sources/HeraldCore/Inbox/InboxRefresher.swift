@@ -1,0 +1,107 @@
+import Dispatch
+import Glibc
+import Postgres
+import Synchronization
+
+/// Brings the inbox sort key (`subscriptions.activity_at`) of busy threads' subscribers up to date
+/// in the background, on a queue of its own (docs/inbox.md).
+///
+/// A reply no longer rewrites every subscriber's row: ingest lists its thread in `stale_threads`,
+/// and the inbox reads such threads' rows with the thread's own activity until this loop has
+/// refreshed them. Each round takes the stale threads it can lock at once (the same thread and
+/// group locks as ingest, tried without waiting, so it never holds up a request), updates their
+/// subscribers' rows in one statement and clears them; a thread that got replies meanwhile is
+/// listed again by them. Replies that arrive between two rounds cost one row update per
+/// subscriber together, however many they are. Several instances share the work.
+public final class InboxRefresher: Sendable {
+    let database: PostgresPool
+    let logger: Logger
+    /// Least time between two rounds: more replies are coalesced into one update per row.
+    let spacingMilliseconds: Int
+    let batch: Int
+    private let signal = DispatchSemaphore(value: 0)
+    /// Set by `wake()` until the loop looks: one signal however many requests wake it.
+    private let pending = Atomic<Bool>(false)
+    private let stopping = Atomic<Bool>(false)
+    private let running = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    public init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 50, batch: Int = 200) {
+        self.database = database
+        self.logger = logger
+        self.spacingMilliseconds = spacingMilliseconds
+        self.batch = batch
+    }
+
+    public func start() {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        DispatchQueue(label: "herald.inbox-refresh", qos: .utility).async { [self] in
+            while !stopping.load(ordering: .relaxed) {
+                var refreshed = 0
+                pending.store(false, ordering: .relaxed)
+                do {
+                    refreshed = try runOnce()
+                } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
+                    refreshed = 0
+                } catch {
+                    logger.warn("inbox refresh failed", ["error": .string(String(describing: error))])
+                }
+                if refreshed > 0 {
+                    usleep(UInt32(spacingMilliseconds * 1000))
+                } else {
+                    // Idle: until ingest lists a thread, or a second (other instances' threads).
+                    _ = signal.wait(timeout: .now() + 1)
+                }
+            }
+            finished.signal()
+        }
+    }
+
+    /// Ingest listed threads: look soon.
+    public func wake() {
+        if !pending.exchange(true, ordering: .relaxed) { signal.signal() }
+    }
+
+    public func stop() {
+        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
+        signal.signal()
+        if finished.wait(timeout: .now() + 30) == .success {
+            stopping.store(false, ordering: .relaxed)
+            running.store(false, ordering: .relaxed)
+        }
+    }
+
+    /// One round; returns how many threads were refreshed.
+    @discardableResult
+    public func runOnce() throws -> Int {
+        let stale = try database.withConnection { connection in
+            try connection.query("""
+                SELECT st.app, st.thread_id, t.group_id FROM stale_threads st
+                  LEFT JOIN threads t ON t.app = st.app AND t.parent_id = st.thread_id
+                 ORDER BY st.since LIMIT $1
+                """, [batch])
+        }
+        guard !stale.isEmpty else { return 0 }
+        var byApp: [String: [(thread: String, group: String?)]] = [:]
+        for row in stale {
+            byApp[try row.decode(0, as: String.self), default: []].append((try row.decode(1), try row.decode(2)))
+        }
+        var refreshed = 0
+        for (app, threads) in byApp {
+            refreshed += try database.withTransaction { connection -> Int in
+                // The thread exclusively and its group shared, as ingest takes them; threads whose
+                // locks are busy wait for the next round.
+                let locked = try connection.query("""
+                    SELECT x.thread FROM unnest($2::text[], $3::text[]) AS x(thread, group_id)
+                     WHERE pg_try_advisory_xact_lock(hashtextextended($1 || ':t:' || x.thread, 0))
+                       AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended($1 || ':g:' || x.group_id, 0)))
+                    """, [app, threads.map(\.thread), threads.map(\.group)]).map { try $0.decode(0, as: String.self) }
+                guard !locked.isEmpty else { return 0 }
+                try connection.query("SELECT herald_refresh_thread_rows($1, $2)", [app, locked])
+                try connection.query("DELETE FROM stale_threads WHERE app = $1 AND thread_id = ANY ($2::text[])", [app, locked])
+                return locked.count
+            }
+        }
+        return refreshed
+    }
+}

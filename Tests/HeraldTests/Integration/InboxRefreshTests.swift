@@ -1,0 +1,98 @@
+import Foundation
+import Postgres
+import Testing
+
+/// A reply lists its thread as stale instead of rewriting every subscriber's sort key; the
+/// inbox must be exact before the background refresh as after it (SPEC §6, docs/inbox.md).
+@Suite("Inbox refresh")
+struct InboxRefreshTests {
+    struct Row: Equatable, CustomStringConvertible {
+        let thread: String
+        let unread: Int
+        let mentions: Int
+        var description: String { "\(thread)(\(unread)/\(mentions))" }
+    }
+
+    func pages(_ app: TestApp, _ uid: String, limit: Int, client: HTTPClient) throws -> (rows: [Row], totals: [Int]) {
+        var rows: [Row] = []
+        var cursor: String?
+        var totals: [Int] = []
+        repeat {
+            let response = try client.get("/v1/users/\(uid)/threads?limit=\(limit)" + (cursor.map { "&cursor=" + $0 } ?? ""),
+                                          token: app.serverKey)
+            #expect(response.status == 200)
+            for row in response.json["data"] as? [[String: Any]] ?? [] {
+                rows.append(Row(thread: row["parentMessageId"] as! String, unread: row["unreadReplyCount"] as! Int,
+                                mentions: row["unreadMentionCount"] as! Int))
+            }
+            let total = response.json["totals"] as? [String: Any] ?? [:]
+            totals = [total["unreadThreads"] as? Int ?? -1, total["unreadMentions"] as? Int ?? -1]
+            cursor = (response.json["meta"] as? [String: Any])?["next"] as? String
+        } while cursor != nil
+        return (rows, totals)
+    }
+
+    @Test("pages, unread counts and totals are the same while sort keys wait for the refresh and after it")
+    func exactWhileStale() throws {
+        let environment = try TestEnvironment.shared()
+        let client = environment.client
+        let refresher = environment.server.service.services.inboxRefresher
+        let app = try environment.makeApp(prefix: "refresh")
+        let base = nowMilliseconds() - 3_600_000
+        var events: [[String: Any]] = ["alice", "bob", "carol", "dave"].enumerated().map {
+            Events.member("join-\($0.element)", "member.joined", uid: $0.element, at: base - 10_000 + Int64($0.offset))
+        }
+        for thread in 0..<6 { events.append(Events.message("c-p\(thread)", id: "p\(thread)", sender: "alice", at: base + Int64(thread))) }
+        #expect(try app.post(events, client: client).json["rejected"] as? Int == 0)
+        // dave follows every thread by hand and never posts: only the background refresh moves
+        // his rows' sort keys (alice, the author, is recomputed with every reply).
+        for thread in 0..<6 {
+            #expect(try client.send("PUT", "/v1/users/dave/threads/p\(thread)/subscription", token: app.serverKey,
+                                    headers: ["Content-Type": "application/json"], body: Array("{}".utf8)).status == 200)
+        }
+        // Threads are refreshed as they are now; from here on the refresh waits.
+        while try refresher.runOnce() > 0 {}
+        refresher.stop()
+        defer { refresher.start() }
+        var expected: [String: (last: Int64, count: Int, mentions: Int)] = [:]
+        var expectedDave: [String: (last: Int64, count: Int, mentions: Int)] = [:]
+        for n in 0..<20 {
+            let thread = "p\(n * 7 % 6)"
+            let at = base + 1_000 + Int64(n) * 10
+            let mentions = n % 4 == 0 ? ["alice"] : []
+            #expect(try app.post([Events.message("c-r\(n)", id: "r\(n)", sender: n % 3 == 0 ? "carol" : "bob", parent: thread, at: at,
+                                                 mentions: mentions, mentionsAll: n == 9)], client: client).status == 200)
+            let old = expected[thread] ?? (0, 0, 0)
+            expected[thread] = (at, old.count + 1, old.mentions + (mentions.isEmpty && n != 9 ? 0 : 1))
+            let dave = expectedDave[thread] ?? (0, 0, 0)
+            expectedDave[thread] = (at, dave.count + 1, dave.mentions + (n == 9 ? 1 : 0))
+        }
+        let stale = try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = $1", [app.id])[0]
+            .decode(0, as: Int.self)
+        #expect(stale > 0, "the threads wait for the refresh")
+        func rows(_ expected: [String: (last: Int64, count: Int, mentions: Int)]) -> [Row] {
+            expected.sorted { $0.value.last > $1.value.last }.map { Row(thread: $0.key, unread: $0.value.count, mentions: $0.value.mentions) }
+        }
+        let want = rows(expected), wantDave = rows(expectedDave)
+        let before = try pages(app, "alice", limit: 2, client: client)
+        #expect(before.rows == want)
+        #expect(before.totals == [want.count, want.map(\.mentions).reduce(0, +)])
+        let daveBefore = try pages(app, "dave", limit: 2, client: client)
+        #expect(daveBefore.rows == wantDave)
+        #expect(daveBefore.totals == [wantDave.count, wantDave.map(\.mentions).reduce(0, +)])
+        // Unrefreshed, dave's stored sort keys are still the parents' times: the order comes from the threads.
+        let stored = try environment.connection().query(
+            "SELECT thread_id FROM subscriptions WHERE app = $1 AND uid = 'dave' ORDER BY activity_at DESC, thread_id DESC", [app.id])
+        #expect(try stored.map { try $0.decode(0, as: String.self) } != wantDave.map(\.thread))
+        while try refresher.runOnce() > 0 {}
+        let left = try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = $1", [app.id])[0]
+            .decode(0, as: Int.self)
+        #expect(left == 0)
+        let after = try pages(app, "alice", limit: 2, client: client)
+        #expect(after.rows == want)
+        #expect(after.totals == before.totals)
+        let daveAfter = try pages(app, "dave", limit: 2, client: client)
+        #expect(daveAfter.rows == wantDave)
+        #expect(daveAfter.totals == daveBefore.totals)
+    }
+}

@@ -1,0 +1,198 @@
+-- Derived inbox state of subscription rows (SPEC §6). Re-applied at every start (after the
+-- migrations), so a change here is a change of this file, not a new migration.
+--
+-- Per row:
+--   read_at/read_id   the effective read position P: the latest of the explicit mark, the user's
+--                     own latest reply, and where a mention subscription started
+--   read_count        the thread's live replies at or before P; the unread replies are
+--                     threads.reply_count - read_count (the user's own replies are all before P)
+--   has_unread        read_count < reply_count, kept exact on transitions (indexed)
+--   unread_mentions   unread replies that mention the user explicitly or by @all
+--   activity_at       the sort key: last reply's sentAt, else the parent's, else the subscription
+--                     time; refreshed in the background for threads in stale_threads
+--   visible           subscribed, thread not deleted, access, and a reply or an explicit subscribe
+
+-- Recomputes everything inbox-related of the (uid, thread) keys from the facts.
+CREATE OR REPLACE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_threads text[]) RETURNS void
+    LANGUAGE sql AS $$
+    WITH keys AS MATERIALIZED (
+        SELECT s.uid, s.thread_id, s.subscribed, s.source, s.reason, s.since, s.mark_at, s.mark_id,
+               t.conversation_id, t.deleted_at, t.reply_count, t.last_reply_at, t.parent_sent_at,
+               CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                    ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                    WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END AS access
+          FROM (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id)) k
+          CROSS JOIN LATERAL (SELECT * FROM subscriptions s
+                               WHERE s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id OFFSET 0) s
+          CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
+    ),
+    positions AS MATERIALIZED (
+        SELECT k.*, p.at AS read_at, p.id AS read_id
+          FROM keys k
+          LEFT JOIN LATERAL (
+              SELECT * FROM (
+                  SELECT k.mark_at AS at, k.mark_id AS id WHERE k.mark_at IS NOT NULL
+                  UNION ALL
+                  (SELECT r.sent_at, r.id FROM messages r
+                    WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.sender = k.uid AND r.created_seen
+                    ORDER BY r.sent_at DESC, r.id COLLATE "C" DESC LIMIT 1)
+                  UNION ALL
+                  -- mentioned: the mentioning reply and later ones are unread (for a mention added by
+                  -- an edit, the reply's own time, not the edit's)
+                  SELECT coalesce((SELECT min(m.sent_at) FROM mentions mn
+                                     JOIN messages m ON m.app = p_app AND m.id = mn.message_id
+                                    WHERE mn.app = p_app AND mn.thread_id = k.thread_id AND mn.uid = k.uid
+                                      AND mn.at = k.since), k.since), ''
+                   WHERE k.subscribed AND k.reason = 'mention'
+              ) c ORDER BY at DESC, id COLLATE "C" DESC LIMIT 1
+          ) p ON true
+    ),
+    counted AS MATERIALIZED (
+        SELECT p.*, coalesce(c.after, 0) AS after, coalesce(c.others, 0) AS others, coalesce(c.mentions, 0) AS mentions
+          FROM positions p
+          LEFT JOIN LATERAL (
+              SELECT count(*) AS after, count(*) FILTER (WHERE r.sender <> p.uid) AS others,
+                     count(*) FILTER (WHERE r.sender <> p.uid AND (r.mentions_all OR EXISTS (
+                         SELECT 1 FROM mentions mn WHERE mn.app = p_app AND mn.message_id = r.id AND mn.uid = p.uid))) AS mentions
+                FROM messages r
+               WHERE p.subscribed AND r.app = p_app AND r.parent_id = p.thread_id AND r.created_seen AND r.deleted_at IS NULL
+                 AND (r.sent_at, r.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808), coalesce(p.read_id, '') COLLATE "C")
+          ) c ON true
+    )
+    UPDATE subscriptions s SET
+        conversation_id = p.conversation_id,
+        read_at = p.read_at,
+        read_id = p.read_id,
+        read_count = p.reply_count - p.after,
+        has_unread = p.others > 0,
+        activity_at = coalesce(p.last_reply_at, p.parent_sent_at, p.since, 0),
+        visible = p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
+        unread_mentions = p.mentions
+      FROM counted p
+     WHERE s.app = p_app AND s.uid = p.uid AND s.thread_id = p.thread_id
+       AND (s.conversation_id, s.read_at, s.read_id, s.read_count, s.has_unread, s.activity_at, s.visible, s.unread_mentions)
+           IS DISTINCT FROM
+           (p.conversation_id, p.read_at, p.read_id, p.reply_count - p.after, p.others > 0,
+            coalesce(p.last_reply_at, p.parent_sent_at, p.since, 0),
+            p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
+            p.mentions)
+$$;
+
+-- New replies, for every subscriber of their threads except the keys (recomputed in full
+-- instead): a reply at or before the subscriber's read position is read (read_count + 1); one
+-- after it by someone else makes the row unread, and counts as a mention when it is @all.
+-- Only rows where one of these changes are written: in order, a reply after everyone's read
+-- position writes the rows that were wholly read, and no other.
+CREATE OR REPLACE FUNCTION herald_count_new_replies(p_app text, p_replies text[], p_uids text[], p_threads text[])
+    RETURNS void LANGUAGE sql AS $$
+    WITH replies AS MATERIALIZED (
+        SELECT r.id, r.parent_id, r.sender, r.sent_at, r.mentions_all
+          FROM (SELECT DISTINCT unnest(p_replies) AS id) x
+          CROSS JOIN LATERAL (SELECT * FROM messages r
+                               WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen
+                                 AND r.deleted_at IS NULL OFFSET 0) r
+    ),
+    keys AS MATERIALIZED (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id)),
+    delta AS (
+        SELECT s.uid, s.thread_id,
+               count(*) FILTER (WHERE NOT r.after) AS read,
+               bool_or(r.after AND r.sender <> s.uid) AS unread,
+               count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentions_all) AS mentions
+          FROM replies x
+          CROSS JOIN LATERAL (SELECT * FROM subscriptions s
+                               WHERE s.app = p_app AND s.thread_id = x.parent_id AND s.subscribed OFFSET 0) s
+          CROSS JOIN LATERAL (SELECT x.sender, x.mentions_all,
+                                     (x.sent_at, x.id COLLATE "C") > (coalesce(s.read_at, -9223372036854775808),
+                                                                       coalesce(s.read_id, '') COLLATE "C") AS after) r
+         WHERE NOT EXISTS (SELECT 1 FROM keys k WHERE k.uid = s.uid AND k.thread_id = s.thread_id)
+         GROUP BY s.uid, s.thread_id
+    )
+    UPDATE subscriptions s SET
+        read_count = s.read_count + d.read,
+        has_unread = s.has_unread OR d.unread,
+        unread_mentions = s.unread_mentions + d.mentions
+      FROM delta d
+     WHERE s.app = p_app AND s.uid = d.uid AND s.thread_id = d.thread_id
+       AND (d.read > 0 OR (d.unread AND NOT s.has_unread) OR d.mentions > 0)
+$$;
+
+-- After threads changed: visibility and conversation of every subscriber's row, written only
+-- where they differ (a thread's first reply, a deleted thread). The sort key is left to the
+-- background refresh: the threads are listed as stale.
+CREATE OR REPLACE FUNCTION herald_refresh_visibility(p_app text, p_threads text[]) RETURNS void
+    LANGUAGE sql AS $$
+    WITH k AS MATERIALIZED (
+        SELECT t.* FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) x
+          CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = x.thread_id OFFSET 0) t
+    ),
+    stale AS (
+        INSERT INTO stale_threads (app, thread_id) SELECT p_app, parent_id FROM k ORDER BY parent_id COLLATE "C"
+        ON CONFLICT DO NOTHING
+    )
+    UPDATE subscriptions s SET
+        conversation_id = t.conversation_id,
+        visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
+      FROM k t
+     WHERE s.app = p_app AND s.thread_id = t.parent_id
+       AND (s.conversation_id IS DISTINCT FROM t.conversation_id
+            OR s.visible IS DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END))
+$$;
+
+-- Everything a batch of facts changes, in order, in one call:
+--   threads → the touched (uid, thread) keys → their subscriptions → the other subscribers of
+--   new replies (transitions only) → every subscriber of deleted replies' threads (in full) →
+--   visibility of every subscriber, stale sort keys → access of users whose membership changed →
+--   the keys' inbox rows in full.
+CREATE OR REPLACE FUNCTION herald_apply(p_app text, p_key_uids text[], p_key_threads text[], p_threads text[], p_messages text[],
+                                        p_evidence_groups text[], p_evidence_uids text[], p_new_replies text[], p_deleted_replies text[])
+    RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+    key_uids text[];
+    key_threads text[];
+BEGIN
+    IF cardinality(p_threads) > 0 THEN
+        PERFORM herald_refresh_threads(p_app, p_threads);
+    END IF;
+    SELECT coalesce(array_agg(uid), '{}'), coalesce(array_agg(thread_id), '{}') INTO key_uids, key_threads
+      FROM (
+        SELECT uid, thread_id FROM unnest(p_key_uids, p_key_threads) AS d(uid, thread_id)
+        UNION
+        SELECT t.author, t.parent_id FROM unnest(p_threads) AS x(id)
+          CROSS JOIN LATERAL (SELECT t.author, t.parent_id FROM threads t
+                               WHERE t.app = p_app AND t.parent_id = x.id AND t.author IS NOT NULL OFFSET 0) t
+        UNION
+        SELECT mn.uid, mn.thread_id FROM unnest(p_messages) AS x(id)
+          CROSS JOIN LATERAL (SELECT mn.uid, mn.thread_id FROM mentions mn WHERE mn.app = p_app AND mn.message_id = x.id OFFSET 0) mn
+        UNION
+        SELECT mn.uid, mn.thread_id
+          FROM (SELECT DISTINCT g, u FROM unnest(p_evidence_groups, p_evidence_uids) AS e(g, u)) e
+          CROSS JOIN LATERAL (SELECT DISTINCT mn.uid, mn.thread_id FROM mentions mn
+                               WHERE mn.app = p_app AND mn.uid = e.u AND mn.conversation_id = 'group_' || e.g) mn
+        UNION
+        -- a deleted reply may have been counted anywhere: its thread's subscribers are recomputed
+        SELECT s.uid, s.thread_id
+          FROM (SELECT DISTINCT m.parent_id FROM unnest(p_deleted_replies) AS x(id)
+                  JOIN messages m ON m.app = p_app AND m.id = x.id AND m.parent_id IS NOT NULL) d
+          CROSS JOIN LATERAL (SELECT s.uid, s.thread_id FROM subscriptions s
+                               WHERE s.app = p_app AND s.thread_id = d.parent_id OFFSET 0) s
+      ) k
+     WHERE uid IS NOT NULL;
+    PERFORM herald_recompute_subscriptions(p_app, key_uids, key_threads);
+    IF cardinality(p_new_replies) > 0 THEN
+        PERFORM herald_count_new_replies(p_app, p_new_replies, key_uids, key_threads);
+    END IF;
+    IF cardinality(p_threads) > 0 THEN
+        PERFORM herald_refresh_visibility(p_app, p_threads);
+    END IF;
+    IF cardinality(p_evidence_groups) > 0 THEN
+        PERFORM herald_refresh_access(p_app, p_evidence_groups, p_evidence_uids);
+    END IF;
+    PERFORM herald_refresh_inbox(p_app, key_uids, key_threads);
+END
+$$;
