@@ -118,16 +118,12 @@ $$;
 
 -- After threads changed: visibility and conversation of every subscriber's row, written only
 -- where they differ (a thread's first reply, a deleted thread). The sort key is left to the
--- background refresh: the threads are listed as stale.
+-- background refresh (herald_apply lists the threads as stale).
 CREATE OR REPLACE FUNCTION herald_refresh_visibility(p_app text, p_threads text[]) RETURNS void
     LANGUAGE sql AS $$
     WITH k AS MATERIALIZED (
         SELECT t.* FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) x
           CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = x.thread_id OFFSET 0) t
-    ),
-    stale AS (
-        INSERT INTO stale_threads (app, thread_id) SELECT p_app, parent_id FROM k ORDER BY parent_id COLLATE "C"
-        ON CONFLICT DO NOTHING
     )
     UPDATE subscriptions s SET
         conversation_id = t.conversation_id,
@@ -163,9 +159,13 @@ BEGIN
       FROM (
         SELECT uid, thread_id FROM unnest(p_key_uids, p_key_threads) AS d(uid, thread_id)
         UNION
+        -- the parent's author, for the 'started' trigger: only while they have no row (a row, even
+        -- unsubscribed, stops it) or when the parent itself is in the batch
         SELECT t.author, t.parent_id FROM unnest(p_threads) AS x(id)
           CROSS JOIN LATERAL (SELECT t.author, t.parent_id FROM threads t
                                WHERE t.app = p_app AND t.parent_id = x.id AND t.author IS NOT NULL OFFSET 0) t
+         WHERE t.parent_id = ANY (p_messages)
+            OR NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = p_app AND s.uid = t.author AND s.thread_id = t.parent_id)
         UNION
         SELECT mn.uid, mn.thread_id FROM unnest(p_messages) AS x(id)
           CROSS JOIN LATERAL (SELECT mn.uid, mn.thread_id FROM mentions mn WHERE mn.app = p_app AND mn.message_id = x.id OFFSET 0) mn
@@ -188,7 +188,16 @@ BEGIN
         PERFORM herald_count_new_replies(p_app, p_new_replies, key_uids, key_threads);
     END IF;
     IF cardinality(p_threads) > 0 THEN
-        PERFORM herald_refresh_visibility(p_app, p_threads);
+        INSERT INTO stale_threads (app, thread_id)
+        SELECT p_app, x.id FROM (SELECT DISTINCT unnest(p_threads) AS id) x ORDER BY x.id COLLATE "C"
+        ON CONFLICT DO NOTHING;
+        -- visibility changes with a thread's first reply, its deletion, or a deleted reply (the
+        -- count may fall to zero): threads with more replies than this batch brought are left alone
+        PERFORM herald_refresh_visibility(p_app, array_agg(t.parent_id))
+           FROM threads t
+          WHERE t.app = p_app AND t.parent_id = ANY (p_threads)
+            AND (t.deleted_at IS NOT NULL OR cardinality(p_deleted_replies) > 0 OR t.reply_count <= cardinality(p_new_replies))
+         HAVING count(*) > 0;
     END IF;
     IF cardinality(p_evidence_groups) > 0 THEN
         PERFORM herald_refresh_access(p_app, p_evidence_groups, p_evidence_uids);

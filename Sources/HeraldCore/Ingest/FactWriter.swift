@@ -82,9 +82,14 @@ struct FactWriter {
             if !senders.isEmpty {
                 for row in try connection.query("""
                     SELECT DISTINCT x.g, x.u FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x(g, u, t)
-                     WHERE NOT EXISTS (SELECT 1 FROM group_members gm
-                                        WHERE gm.app = $1 AND gm.group_id = x.g AND gm.uid = x.u AND gm.joined_at <= x.t
-                                          AND (gm.removed_at IS NULL OR gm.removed_at < gm.joined_at))
+                      LEFT JOIN group_members gm ON gm.app = $1 AND gm.group_id = x.g AND gm.uid = x.u
+                     WHERE NOT coalesce(gm.joined_at <= x.t AND (gm.removed_at IS NULL OR gm.removed_at < gm.joined_at), false)
+                       -- a member now whose known membership starts later: the message only moves
+                       -- that start back, which matters to mentions of them in between alone
+                       AND (NOT coalesce(gm.joined_at > coalesce(gm.removed_at, -1), false)
+                            OR EXISTS (SELECT 1 FROM mentions mn
+                                        WHERE mn.app = $1 AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
+                                          AND mn.at >= x.t AND mn.at < gm.joined_at))
                     """, [app, senders.map { $0.conversation.groupID! }, senders.map(\.sender), senders.map(\.sentAt)]) {
                     evidenceGroups.append(try row.decode(0, as: String.self))
                     evidenceUsers.append(try row.decode(1, as: String.self))
