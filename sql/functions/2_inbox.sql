@@ -1,5 +1,6 @@
 -- Derived inbox state of subscription rows (SPEC §6). Re-applied at every start (after the
--- migrations), so a change here is a change of this file, not a new migration.
+-- migrations, after subscriptions.sql), so a change here is a change of this file, not a new
+-- migration. PL/pgSQL, so that plans are cached per connection.
 --
 -- Per row:
 --   read_at/read_id   the effective read position P: the latest of the explicit mark, the user's
@@ -14,15 +15,16 @@
 
 -- Recomputes everything inbox-related of the (uid, thread) keys from the facts.
 CREATE OR REPLACE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_threads text[]) RETURNS void
-    LANGUAGE sql AS $$
+    LANGUAGE plpgsql AS $$
+BEGIN
     WITH keys AS MATERIALIZED (
-        SELECT s.uid, s.thread_id, s.subscribed, s.source, s.reason, s.since, s.mark_at, s.mark_id,
+        SELECT s.tid AS row, s.uid, s.thread_id, s.subscribed, s.source, s.reason, s.since, s.mark_at, s.mark_id,
                t.conversation_id, t.deleted_at, t.reply_count, t.last_reply_at, t.parent_sent_at,
                CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
                     ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
                                     WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END AS access
           FROM (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id)) k
-          CROSS JOIN LATERAL (SELECT * FROM subscriptions s
+          CROSS JOIN LATERAL (SELECT s.ctid AS tid, * FROM subscriptions s
                                WHERE s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id OFFSET 0) s
           CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
     ),
@@ -52,8 +54,15 @@ CREATE OR REPLACE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_thr
           FROM positions p
           LEFT JOIN LATERAL (
               SELECT count(*) AS after, count(*) FILTER (WHERE r.sender <> p.uid) AS others,
-                     count(*) FILTER (WHERE r.sender <> p.uid AND (r.mentions_all OR EXISTS (
-                         SELECT 1 FROM mentions mn WHERE mn.app = p_app AND mn.message_id = r.id AND mn.uid = p.uid))) AS mentions
+                     count(*) FILTER (WHERE r.sender <> p.uid AND r.mentions_all)
+                     -- explicit mentions through the user's own mention rows, not a probe per reply
+                     + (SELECT count(DISTINCT mr.id) FROM mentions mn
+                          JOIN messages mr ON mr.app = p_app AND mr.id = mn.message_id
+                         WHERE p.subscribed AND mn.app = p_app AND mn.thread_id = p.thread_id AND mn.uid = p.uid
+                           AND mr.parent_id = p.thread_id AND mr.created_seen AND mr.deleted_at IS NULL
+                           AND mr.sender <> p.uid AND NOT mr.mentions_all
+                           AND (mr.sent_at, mr.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808),
+                                                                  coalesce(p.read_id, '') COLLATE "C")) AS mentions
                 FROM messages r
                WHERE p.subscribed AND r.app = p_app AND r.parent_id = p.thread_id AND r.created_seen AND r.deleted_at IS NULL
                  AND (r.sent_at, r.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808), coalesce(p.read_id, '') COLLATE "C")
@@ -69,13 +78,14 @@ CREATE OR REPLACE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_thr
         visible = p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
         unread_mentions = p.mentions
       FROM counted p
-     WHERE s.app = p_app AND s.uid = p.uid AND s.thread_id = p.thread_id
+     WHERE s.ctid = p.row
        AND (s.conversation_id, s.read_at, s.read_id, s.read_count, s.has_unread, s.activity_at, s.visible, s.unread_mentions)
            IS DISTINCT FROM
            (p.conversation_id, p.read_at, p.read_id, p.reply_count - p.after, p.others > 0,
             coalesce(p.last_reply_at, p.parent_sent_at, p.since, 0),
             p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
-            p.mentions)
+            p.mentions);
+END
 $$;
 
 -- New replies, for every subscriber of their threads except the keys (recomputed in full
@@ -84,7 +94,8 @@ $$;
 -- Only rows where one of these changes are written: in order, a reply after everyone's read
 -- position writes the rows that were wholly read, and no other.
 CREATE OR REPLACE FUNCTION herald_count_new_replies(p_app text, p_replies text[], p_uids text[], p_threads text[])
-    RETURNS void LANGUAGE sql AS $$
+    RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
     WITH replies AS MATERIALIZED (
         SELECT r.id, r.parent_id, r.sender, r.sent_at, r.mentions_all
           FROM (SELECT DISTINCT unnest(p_replies) AS id) x
@@ -93,34 +104,38 @@ CREATE OR REPLACE FUNCTION herald_count_new_replies(p_app text, p_replies text[]
                                  AND r.deleted_at IS NULL OFFSET 0) r
     ),
     keys AS MATERIALIZED (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id)),
-    delta AS (
-        SELECT s.uid, s.thread_id,
+    delta AS MATERIALIZED (
+        SELECT s.tid AS row,
                count(*) FILTER (WHERE NOT r.after) AS read,
                bool_or(r.after AND r.sender <> s.uid) AS unread,
                count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentions_all) AS mentions
           FROM replies x
-          CROSS JOIN LATERAL (SELECT * FROM subscriptions s
+          CROSS JOIN LATERAL (SELECT s.ctid AS tid, * FROM subscriptions s
                                WHERE s.app = p_app AND s.thread_id = x.parent_id AND s.subscribed OFFSET 0) s
           CROSS JOIN LATERAL (SELECT x.sender, x.mentions_all,
                                      (x.sent_at, x.id COLLATE "C") > (coalesce(s.read_at, -9223372036854775808),
                                                                        coalesce(s.read_id, '') COLLATE "C") AS after) r
          WHERE NOT EXISTS (SELECT 1 FROM keys k WHERE k.uid = s.uid AND k.thread_id = s.thread_id)
-         GROUP BY s.uid, s.thread_id
+         GROUP BY s.tid, s.has_unread
+        HAVING count(*) FILTER (WHERE NOT r.after) > 0 OR (bool_or(r.after AND r.sender <> s.uid) AND NOT s.has_unread)
+            OR count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentions_all) > 0
     )
+    -- through the rows' ctid (a Tid Scan in every plan: the rows cannot move, the thread is locked)
     UPDATE subscriptions s SET
         read_count = s.read_count + d.read,
         has_unread = s.has_unread OR d.unread,
         unread_mentions = s.unread_mentions + d.mentions
       FROM delta d
-     WHERE s.app = p_app AND s.uid = d.uid AND s.thread_id = d.thread_id
-       AND (d.read > 0 OR (d.unread AND NOT s.has_unread) OR d.mentions > 0)
+     WHERE s.ctid = d.row;
+END
 $$;
 
 -- After threads changed: visibility and conversation of every subscriber's row, written only
 -- where they differ (a thread's first reply, a deleted thread). The sort key is left to the
 -- background refresh (herald_apply lists the threads as stale).
 CREATE OR REPLACE FUNCTION herald_refresh_visibility(p_app text, p_threads text[]) RETURNS void
-    LANGUAGE sql AS $$
+    LANGUAGE plpgsql AS $$
+BEGIN
     WITH k AS MATERIALIZED (
         SELECT t.* FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) x
           CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = x.thread_id OFFSET 0) t
@@ -137,7 +152,46 @@ CREATE OR REPLACE FUNCTION herald_refresh_visibility(p_app text, p_threads text[
             OR s.visible IS DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
                   AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END))
+                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END));
+END
+$$;
+
+-- After threads changed (new replies, deletions, deleted threads): activity and visibility of
+-- every subscriber's row. Counts are handled by herald_count_replies.
+CREATE OR REPLACE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[]) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE subscriptions s SET
+        conversation_id = t.conversation_id,
+        activity_at = coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0),
+        visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
+      FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) k
+      CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
+     WHERE s.app = p_app AND s.thread_id = k.thread_id
+       AND (s.conversation_id IS DISTINCT FROM t.conversation_id
+            OR s.activity_at IS DISTINCT FROM coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0)
+            OR NOT s.visible IS NOT DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END));
+END
+$$;
+
+-- After membership changed for (group, uid) pairs: visibility of those users' rows in those groups.
+CREATE OR REPLACE FUNCTION herald_refresh_access(p_app text, p_groups text[], p_uids text[]) RETURNS void
+    LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE subscriptions s SET
+        visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                  AND coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                 WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false)
+      FROM (SELECT DISTINCT g, u FROM unnest(p_groups, p_uids) AS x(g, u)) k
+      CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.group_id = k.g OFFSET 0) t
+     WHERE s.app = p_app AND s.uid = k.u AND s.thread_id = t.parent_id;
+END
 $$;
 
 -- Everything a batch of facts changes, in order, in one call:
