@@ -1,11 +1,13 @@
 -- Threads and thread subscriptions derived from the facts (SPEC §4, §5). Re-applied at every
--- start (after the migrations), so a rule changes by editing this file. PL/pgSQL, so that each
--- statement's plan is cached per connection (a LANGUAGE sql function is planned on every call:
--- that was most of ingest's database time).
+-- start (after the migrations), so a rule changes by editing this file. PL/pgSQL with generic
+-- plans, so that each statement is planned once per connection: a LANGUAGE sql function is
+-- planned on every call, and PL/pgSQL's custom plans were too (planning these statements took
+-- longer than running them). The statements reach rows through their keys with LATERAL …
+-- OFFSET 0 and ctid, so a generic plan is the right plan whatever the statistics.
 
 -- Recomputes the thread rows of p_threads from the messages.
 CREATE OR REPLACE FUNCTION herald_refresh_threads(p_app text, p_threads text[]) RETURNS void
-    LANGUAGE plpgsql AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     INSERT INTO threads AS t (app, parent_id, conversation_id, receiver_type, group_id, user_a, user_b, author,
                               parent_seen, parent_sent_at, parent_text, reply_count, last_reply_id,
@@ -64,7 +66,7 @@ $$;
 --   an explicit subscribe after U subscribes.
 --   subscribed = any trigger or explicit subscribe survives; since/reason = the earliest one.
 CREATE OR REPLACE FUNCTION herald_recompute_subscriptions(p_app text, p_uids text[], p_threads text[]) RETURNS void
-    LANGUAGE plpgsql AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     WITH keys AS MATERIALIZED (
         SELECT k.uid, k.thread_id, t.author, t.group_id, t.user_a, t.user_b, t.parent_seen, t.parent_sent_at,

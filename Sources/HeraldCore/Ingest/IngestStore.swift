@@ -58,7 +58,7 @@ public struct IngestStore: Sendable {
                     var working = try resolveThreads(original, app: app, on: connection)
                     var held = lockSet(working.map(\.event))
                     held.formUnion(extra)
-                    try held.lock(app: app, on: connection)
+                    try held.lock(app: app, on: connection, genericPlans: true)
                     // Edits and deletions without parentId: resolve again under the locks (a reply may have
                     // arrived meanwhile) and lock a thread learned only now.
                     if original.contains(where: { $0.event.needsThreadResolution }) {

@@ -42,11 +42,19 @@ struct LockSet: Sendable, Equatable {
         shared.formUnion(other.shared)
     }
 
-    /// Takes the locks until the transaction ends.
-    func lock(app: String, on connection: PostgresConnection) throws {
+    /// Takes the locks until the transaction ends. With `genericPlans`, the rest of the
+    /// transaction runs its prepared statements with generic plans (`plan_cache_mode`): ingest's
+    /// statements reach rows through their keys whatever the parameters, and planning them anew
+    /// for every request (PostgreSQL's custom plans) cost more than running them.
+    func lock(app: String, on connection: PostgresConnection, genericPlans: Bool = false) throws {
         guard !isEmpty else { return }
         let sharedOnly = shared.subtracting(exclusive)
-        try connection.query("""
+        try connection.query(genericPlans ? """
+            SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+                   CASE WHEN s THEN pg_advisory_xact_lock_shared(h)::text ELSE pg_advisory_xact_lock(h)::text END
+              FROM (SELECT hashtextextended($1 || ':' || k, 0) AS h, bool_and(s) AS s
+                      FROM unnest($2::text[], $3::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
+            """ : """
             SELECT CASE WHEN s THEN pg_advisory_xact_lock_shared(h)::text ELSE pg_advisory_xact_lock(h)::text END
               FROM (SELECT hashtextextended($1 || ':' || k, 0) AS h, bool_and(s) AS s
                       FROM unnest($2::text[], $3::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
