@@ -19,11 +19,14 @@ public struct Services: Sendable {
     public let metrics: Metrics
     /// Refreshes busy threads' inbox sort keys in the background; ingest wakes it.
     public let inboxRefresher: InboxRefresher
+    /// Applies concurrent ingest requests on the same threads in one transaction.
+    public let ingestCombiner: IngestCombiner
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
                 jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher) {
         self.metrics = metrics
         self.inboxRefresher = inboxRefresher
+        self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestMaxInFlight)
         self.fanout = fanout
         self.jobWaiter = jobWaiter
         self.configuration = configuration

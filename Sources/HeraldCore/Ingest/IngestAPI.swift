@@ -15,9 +15,8 @@ enum IngestAPI {
     static func ingest(_ context: RequestContext) throws -> Response {
         let items = try EventParser.parse(context.request)
         let services = context.services
-        let (outcomes, jobsProduced) = try services.database.withConnection { connection in
-            try IngestStore().apply(items, app: context.app, on: connection)
-        }
+        let applied = try services.ingestCombiner.apply(items, app: context.app)
+        let (outcomes, jobsProduced) = (applied.outcomes, applied.jobsProduced)
         if outcomes.contains(where: { $0.status == .accepted }) {
             services.fanout.wake()
             services.jobWaiter.wake()
