@@ -194,20 +194,77 @@ BEGIN
 END
 $$;
 
+-- New replies in threads that only gained them: count and last reply added to the thread row
+-- (no recount of the thread's replies). Returns the threads so updated.
+DROP FUNCTION IF EXISTS herald_add_replies(text, text[], text[], text[], text[]);
+CREATE OR REPLACE FUNCTION herald_add_replies(p_app text, p_threads text[], p_recount text[], p_new_replies text[])
+    RETURNS text[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    done text[];
+BEGIN
+    IF cardinality(p_new_replies) = 0 THEN
+        RETURN '{}';
+    END IF;
+    WITH fresh AS MATERIALIZED (
+        SELECT r.* FROM (SELECT DISTINCT unnest(p_new_replies) AS id) x
+          CROSS JOIN LATERAL (SELECT * FROM messages r
+                               WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen OFFSET 0) r
+    ),
+    grown AS (
+        SELECT f.parent_id AS thread_id, count(*) FILTER (WHERE f.deleted_at IS NULL) AS n,
+               (array_agg(f.id ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_id
+          FROM fresh f
+         WHERE f.parent_id = ANY (p_threads) AND f.parent_id <> ALL (p_recount)
+         GROUP BY f.parent_id
+    ),
+    updated AS (
+        UPDATE threads t SET
+            reply_count = t.reply_count + g.n,
+            last_reply_id = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.id ELSE t.last_reply_id END,
+            last_reply_sender = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.sender ELSE t.last_reply_sender END,
+            last_reply_text = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.text ELSE t.last_reply_text END,
+            last_reply_at = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.sent_at ELSE t.last_reply_at END,
+            updated_at = herald_now_ms()
+          FROM grown g
+          LEFT JOIN fresh l ON l.id = g.last_id
+         WHERE t.app = p_app AND t.parent_id = g.thread_id
+        RETURNING t.parent_id
+    )
+    SELECT coalesce(array_agg(parent_id), '{}') INTO done FROM updated;
+    RETURN done;
+END
+$$;
+
 -- Everything a batch of facts changes, in order, in one call:
 --   threads → the touched (uid, thread) keys → their subscriptions → the other subscribers of
 --   new replies (transitions only) → every subscriber of deleted replies' threads (in full) →
 --   visibility of every subscriber, stale sort keys → access of users whose membership changed →
 --   the keys' inbox rows in full.
+--   p_recount: the touched threads whose rows are recomputed from their messages (a parent, an
+--   edit, a deletion, a deleted group); the others only gained the replies of p_new_replies.
+DROP FUNCTION IF EXISTS herald_apply(text, text[], text[], text[], text[], text[], text[], text[], text[]);
 CREATE OR REPLACE FUNCTION herald_apply(p_app text, p_key_uids text[], p_key_threads text[], p_threads text[], p_messages text[],
-                                        p_evidence_groups text[], p_evidence_uids text[], p_new_replies text[], p_deleted_replies text[])
+                                        p_evidence_groups text[], p_evidence_uids text[], p_new_replies text[], p_deleted_replies text[],
+                                        p_recount text[])
     RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     key_uids text[];
     key_threads text[];
+    grown text[];
 BEGIN
     IF cardinality(p_threads) > 0 THEN
-        PERFORM herald_refresh_threads(p_app, p_threads);
+        -- Threads that only gained new replies take them incrementally; every other touched
+        -- thread (its parent, an edit, a deletion, a thread seen for the first time) is
+        -- recomputed from its messages.
+        grown := herald_add_replies(p_app, p_threads, p_recount, p_new_replies);
+        PERFORM herald_refresh_threads(p_app, array_agg(x.id))
+           FROM (SELECT DISTINCT unnest(p_threads) AS id) x
+          WHERE x.id <> ALL (grown)
+         HAVING count(*) > 0;
     END IF;
     SELECT coalesce(array_agg(uid), '{}'), coalesce(array_agg(thread_id), '{}') INTO key_uids, key_threads
       FROM (

@@ -180,9 +180,14 @@ struct FactWriter {
             deletedGroupThreads = try rows.map { try $0.decode(0, as: String.self) }
         }
 
-        try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9)", [
+        // Threads recomputed from their messages; the others only gained new replies.
+        var recount = Set(deletedGroupThreads)
+        for m in deletions.values { recount.insert(m.threadID) }
+        for m in edits { recount.insert(m.threadID) }
+        for m in created where m.parentID == nil { recount.insert(m.id) }
+        try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", [
             app, keyUsers, keyThreads, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
-            evidenceGroups, evidenceUsers, newReplies, deletedReplies,
+            evidenceGroups, evidenceUsers, newReplies, deletedReplies, Array(recount),
         ])
         // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its replies' too).
         if !deletions.isEmpty {
