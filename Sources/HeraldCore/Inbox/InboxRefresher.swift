@@ -26,7 +26,7 @@ public final class InboxRefresher: Sendable {
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 50, batch: Int = 200) {
+    public init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500) {
         self.database = database
         self.logger = logger
         self.spacingMilliseconds = spacingMilliseconds

@@ -46,7 +46,7 @@ struct FactWriter {
     }
 
     /// Stores the facts and recomputes what they touch; returns the count of jobs produced.
-    func write(holding held: LockSet, on connection: PostgresConnection) throws -> Int {
+    func write(holding held: LockSet, jobsMayExist: Bool = false, on connection: PostgresConnection) throws -> Int {
         var touchedThreads: Set<String> = []
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
@@ -206,7 +206,7 @@ struct FactWriter {
                 """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.
-        var produced = try Fanout(app: app).run(fresh.compactMap { message in
+        var produced = try Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
         }, on: connection)
         // Triggers of this batch that subscribe their users from a time before messages that were
@@ -219,7 +219,7 @@ struct FactWriter {
         }
         for m in edits { for uid in m.mentions ?? [] { triggers.append((uid, m.threadID, m.editedAt)) } }
         produced += try Fanout(app: app).catchUp(triggers, excluding: fresh.map(\.id), on: connection)
-        return try produced + Fanout(app: app).runEdits(zip(editEvents, edits).filter { _, edit in
+        return try produced + Fanout(app: app, jobsMayExist: jobsMayExist).runEdits(zip(editEvents, edits).filter { _, edit in
             freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
         }.map { (event: $0.0, edit: $0.1) }, on: connection)
     }

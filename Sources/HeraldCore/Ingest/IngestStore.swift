@@ -48,6 +48,7 @@ public struct IngestStore: Sendable {
         // Locks found missing on the way (membership evidence under a shared group lock) are
         // taken from the start on the next try.
         var extra = LockSet()
+        var jobsMayExist = false
         let firstOutcomes = outcomes
         for attempt in 0..<3 {
             outcomes = firstOutcomes
@@ -88,12 +89,16 @@ public struct IngestStore: Sendable {
                         if new { accepted.append(event) }
                     }
                     if !accepted.isEmpty {
-                        jobsProduced = try FactWriter(app: app, events: accepted).write(holding: held, on: connection)
+                        jobsProduced = try FactWriter(app: app, events: accepted).write(holding: held, jobsMayExist: jobsMayExist,
+                                                                                         on: connection)
                     }
                 }
                 break
             } catch let needed as NeedsLocks where attempt < 2 {
                 extra.formUnion(needed.locks)
+            } catch let error as PostgresError where error.sqlState == "23505" && !jobsMayExist && attempt < 2 {
+                // A job that was thought new exists: run again inserting with ON CONFLICT.
+                jobsMayExist = true
             }
         }
         return (outcomes.map { $0! }, jobsProduced)

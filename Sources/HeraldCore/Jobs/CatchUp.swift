@@ -92,6 +92,6 @@ extension Fanout {
                  WHERE j.app = $1 AND j.id = x.id AND j.state = 'ready'
                 """, [app, upgrades.map(\.id), upgrades.map(\.reason)])
         }
-        return try insert(jobs, on: connection)
+        return try insert(jobs, on: connection, mayExist: true)
     }
 }
