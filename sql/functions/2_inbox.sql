@@ -306,8 +306,10 @@ BEGIN
         -- count may fall to zero): threads with more replies than this batch brought are left alone
         PERFORM herald_refresh_visibility(p_app, array_agg(t.parent_id))
            FROM threads t
+           LEFT JOIN (SELECT m.parent_id, count(*) AS c FROM messages m
+                       WHERE m.app = p_app AND m.id = ANY (p_new_replies) GROUP BY m.parent_id) n ON n.parent_id = t.parent_id
           WHERE t.app = p_app AND t.parent_id = ANY (p_threads)
-            AND (t.deleted_at IS NOT NULL OR cardinality(p_deleted_replies) > 0 OR t.reply_count <= cardinality(p_new_replies))
+            AND (t.parent_id = ANY (p_recount) OR t.deleted_at IS NOT NULL OR t.reply_count <= coalesce(n.c, 0))
          HAVING count(*) > 0;
     END IF;
     IF cardinality(p_evidence_groups) > 0 THEN

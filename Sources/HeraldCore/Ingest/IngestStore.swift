@@ -95,7 +95,12 @@ public struct IngestStore: Sendable {
                 }
                 break
             } catch let needed as NeedsLocks where attempt < 2 {
+                // Evidence can appear between tries (other batches' mentions commit): the next try
+                // holds every group of the batch exclusively, so it cannot miss one.
                 extra.formUnion(needed.locks)
+                for (_, event) in original {
+                    if case .messageCreated(let m) = event.event, let group = m.conversation.groupID { extra.group(group) }
+                }
             } catch let error as PostgresError where error.sqlState == "23505" && !jobsMayExist && attempt < 2 {
                 // A job that was thought new exists: run again inserting with ON CONFLICT.
                 jobsMayExist = true
