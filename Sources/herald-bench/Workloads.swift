@@ -102,11 +102,7 @@ extension Bench {
     }
 
     static func message(event: String, id: String, sender: String, group: Int, parent: String?, at: Int64, mention: String?) -> String {
-        var data = "\"id\":\"\(id)\",\"sender\":\"\(sender)\",\"receiverType\":\"group\",\"receiver\":\"g\(group)\","
-        if let parent { data += "\"parentId\":\"\(parent)\"," }
-        data += "\"sentAt\":\(at),\"text\":\"message \(id) of the bench, long enough to look like chat\","
-        data += "\"mentions\":[\(mention.map { "\"\($0)\"" } ?? "")],\"mentionsAll\":false"
-        return "{\"specversion\":\"1.0\",\"id\":\"\(event)\",\"source\":\"bench\",\"type\":\"message.created\",\"data\":{\(data)}}"
+        groupMessage(event: event, id: id, sender: sender, group: "g\(group)", parent: parent, at: at, mention: mention)
     }
 
     /// Reply number n: a random member replies in a random thread; one in ten mentions a member.
@@ -218,13 +214,11 @@ extension Bench {
                 usleep(10_000)
             }
         }
-        var parent = Self.message(event: "big-p", id: "bigp", sender: "b0", group: 0, parent: nil, at: base, mention: nil)
-        parent = parent.replacing("\"receiver\":\"g0\"", with: "\"receiver\":\"big\"")
+        let parent = Self.groupMessage(event: "big-p", id: "bigp", sender: "b0", group: "big", parent: nil, at: base, mention: nil)
         try send(parent)
         try waitDone("big-p")
         say("W3: one reply …")
-        var reply = Self.message(event: "big-r", id: "bigr", sender: "b1", group: 0, parent: "bigp", at: base + 1000, mention: nil)
-        reply = reply.replacing("\"receiver\":\"g0\"", with: "\"receiver\":\"big\"")
+        let reply = Self.groupMessage(event: "big-r", id: "bigr", sender: "b1", group: "big", parent: "bigp", at: base + 1000, mention: nil)
         let started = now()
         try send(reply)
         try waitDone("big-r")

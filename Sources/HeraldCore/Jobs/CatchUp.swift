@@ -25,10 +25,7 @@ extension Fanout {
                      WHERE mu.app = $1 AND mu.uid = k.uid
                        AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
                        AND mu.conversation_id = coalesce(m.group_id, m.sender)),
-                   m.parent_id,
-                   (SELECT j.id FROM jobs j WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id AND j.state = 'ready'
-                     LIMIT 1),
-                   (SELECT j.reason FROM jobs j WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id LIMIT 1)
+                   m.parent_id, j.ready_id, j.reason
               FROM k
               JOIN subscriptions s ON s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
               -- the thread's replies sent at or after the trigger, through messages_replies_by_time
@@ -37,6 +34,9 @@ extension Fanout {
                                      AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
                                      AND m.event_id IS NOT NULL AND m.id <> ALL ($5::text[])
                                   OFFSET 0) m
+              -- the job the message already has for this user, if any (one lookup, the dedupe key)
+              LEFT JOIN LATERAL (SELECT CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason FROM jobs j
+                                  WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id LIMIT 1) j ON true
              WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
                                 WHERE ft.app = $1 AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
                AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)

@@ -193,12 +193,13 @@ struct IngestTests {
         #expect(foreign.status == 403)
     }
 
-    @Test("too many ingest requests at once: 429 with Retry-After, and nothing lost")
+    @Test("too many ingest requests at once: 429 with Retry-After once the queue wait runs out, and nothing lost")
     func backpressure() throws {
         let cluster = try TestEnvironment.shared() // shares the database, not the server
         let url = try #require(cluster.server.service.services.configuration.databaseURL)
         var configuration = try TestEnvironment.configuration(databaseURL: url)
         configuration.ingestMaxInFlight = 1
+        configuration.ingestQueueMilliseconds = 300
         let server = try HeraldCoreServer.start(configuration)
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
@@ -226,6 +227,41 @@ struct IngestTests {
                                       json: Events.json([Events.message("e2", id: "m2", sender: "bob", at: 1000)]))
         #expect(retried.status == 200)
         #expect(retried.json["accepted"] as? Int == 1)
+    }
+
+    @Test("a request over the ingest limit waits for a slot instead of a 429, and is applied")
+    func queuesForASlot() throws {
+        let cluster = try TestEnvironment.shared()
+        let url = try #require(cluster.server.service.services.configuration.databaseURL)
+        var configuration = try TestEnvironment.configuration(databaseURL: url)
+        configuration.ingestMaxInFlight = 1
+        configuration.ingestQueueMilliseconds = 10_000
+        let server = try HeraldCoreServer.start(configuration)
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        let app = try cluster.makeApp()
+
+        // The first request holds the only slot, waiting for the group's lock.
+        let blocker = try cluster.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || 'g:g1', 0))", [app.id])
+        let first = Thread.detachNewThreadResult {
+            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
+        }
+        #expect(eventually(seconds: 5) { server.http.inFlight >= 1 })
+        let secondClient = HTTPClient(port: server.port)
+        let second = Thread.detachNewThreadResult {
+            try? secondClient.post("/v1/events", token: app.ingestKey,
+                                   json: Events.json([Events.message("e2", id: "m2", sender: "bob", group: "g2", at: 1000)]))
+        }
+        #expect(eventually(seconds: 5) { server.http.inFlight >= 2 })
+        usleep(300_000)
+        try blocker.query("COMMIT")
+        let firstResponse = try #require(first.wait(seconds: 10) ?? nil)
+        let secondResponse = try #require(second.wait(seconds: 10) ?? nil)
+        #expect(firstResponse.status == 200)
+        #expect(secondResponse.status == 200, "queued, not refused: \(secondResponse.text)")
+        #expect(secondResponse.json["accepted"] as? Int == 1)
     }
 
     @Test("dedupe records older than the retention are forgotten; newer ones are kept")
