@@ -223,7 +223,7 @@ extension Bench {
         try send(reply)
         try waitDone("big-r")
         let seconds = Double(now() - started) / 1_000_000_000
-        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND event_id = 'big-r'", [bigApp])
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND message_id = 'bigr'", [bigApp])
         add("W3 fan-out: one reply to \(format(Double(members))) members", format(seconds, digits: 2) + " s to commit all jobs",
             nil, goal: "≤ 2 s", met: seconds <= 2 && jobs == members - 1)
         notes.append("W3: \(format(Double(jobs))) jobs committed, \(format(Double(jobs) / seconds)) jobs/s.")

@@ -38,13 +38,18 @@ public struct ListParameters: Sendable, Equatable {
     /// The list envelope from rows fetched with `LIMIT limit + 1` whose column 0 is the position
     /// and column 1 the item's JSON text (built by PostgreSQL).
     public func page(_ rows: PostgresRows, kind: String) throws -> Response {
-        let page = rows.prefix(limit)
-        let hasMore = rows.count > limit
+        page(try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: String.self)) }, kind: kind)
+    }
+
+    /// The same from (position, item JSON) pairs built in Swift.
+    public func page(_ entries: [(position: String, json: String)], kind: String) -> Response {
+        let page = entries.prefix(limit)
+        let hasMore = entries.count > limit
         var next = "null"
         if hasMore, let last = page.last {
-            next = "\"" + Cursor.encode(kind: kind, [try last.decode(0, as: String.self)]) + "\""
+            next = "\"" + Cursor.encode(kind: kind, [last.position]) + "\""
         }
-        let data = try page.map { try $0.decode(1, as: String.self) }.joined(separator: ",")
+        let data = page.map(\.json).joined(separator: ",")
         return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
     }
 }

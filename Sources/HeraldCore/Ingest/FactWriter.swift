@@ -189,20 +189,23 @@ struct FactWriter {
             app, keyUsers, keyThreads, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
             evidenceGroups, evidenceUsers, newReplies, deletedReplies, Array(recount),
         ])
-        // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its replies' too).
+        // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its
+        // replies' too; a deleted group's: all its messages'), found by message through the
+        // jobs' unique key.
         if !deletions.isEmpty {
             try connection.query("""
                 UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'ready' AND coalesce(parent_message_id, message_id) = ANY ($3::text[])
-                   AND (message_id = ANY ($2::text[]) OR parent_message_id = ANY ($2::text[]))
-                """, [app, deletions.values.map(\.id), Array(Set(deletions.values.flatMap { [$0.id, $0.threadID] }))])
+                 WHERE app = $1 AND state = 'ready'
+                   AND message_id = ANY (ARRAY(SELECT unnest($2::text[])
+                                               UNION SELECT m.id FROM messages m WHERE m.app = $1 AND m.parent_id = ANY ($2::text[])))
+                """, [app, deletions.values.map(\.id)])
         }
         if !groupDeletions.isEmpty {
             try connection.query("""
-                UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
-                  FROM threads t
-                 WHERE j.app = $1 AND j.state = 'ready' AND t.app = $1 AND t.group_id = ANY ($2::text[])
-                   AND coalesce(j.parent_message_id, j.message_id) = t.parent_id
+                UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
+                 WHERE app = $1 AND state = 'ready'
+                   AND message_id = ANY (ARRAY(SELECT m.id FROM messages m
+                                                WHERE m.app = $1 AND m.group_id = ANY ($2::text[]) AND m.created_seen))
                 """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.

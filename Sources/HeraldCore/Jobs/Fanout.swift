@@ -21,6 +21,8 @@ struct Fanout {
     struct Created {
         let event: IncomingEvent
         let message: DomainEvent.MessageCreated
+        /// The event is the message's own creation (recorded on its row), not an edit.
+        var ownEvent: Bool { event.type == "message.created" }
     }
 
     /// message.edited notifies only the users it newly mentions (SPEC §8.1): reason mention, kind
@@ -201,6 +203,11 @@ struct Fanout {
     }
 
     /// Inserts jobs with their badges, ignoring (event, recipient) pairs that have one already.
+    /// A row holds the recipient, reason, privacy switch and badge; the push payload is built
+    /// from the message when a worker claims the job (`JobPayload`). A job of a `message.created`
+    /// is always for its message's own creation, which the message row records (only a message
+    /// new in a batch gets jobs, and its row takes that event), so such a row names no event; an
+    /// edit's job names the edit.
     func insert(_ jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)],
                 on connection: PostgresConnection, mayExist: Bool? = nil) throws -> Int {
         guard !jobs.isEmpty else { return 0 }
@@ -213,22 +220,17 @@ struct Fanout {
             """, [app, Array(Set(jobs.map(\.recipient)))]) {
             badges[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
         }
-        var payloads: [String] = []
-        payloads.reserveCapacity(jobs.count)
-        for job in jobs {
-            payloads.append(Self.payload(job.created.message, recipient: job.recipient, reason: job.reason, privacy: job.privacy,
-                                         badge: badges[job.recipient] ?? 0))
-        }
         let insert = """
-            INSERT INTO jobs (app, event_source, event_id, event_type, recipient, message_id, parent_message_id, kind, reason, payload)
-            SELECT $1, x.source, x.id, x.type, x.recipient, x.message, x.parent, x.kind, x.reason, x.payload::jsonb
-              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-                   AS x(source, id, type, recipient, message, parent, kind, reason, payload)
+            INSERT INTO jobs (app, message_id, recipient, reason, privacy, badge, event_source, event_id, event_type)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::int[], $7::text[], $8::text[], $9::text[]) AS x
             """
-        let sql = mayExist ?? jobsMayExist ? insert + " ON CONFLICT (app, recipient, message_id, event_source, event_id) DO NOTHING" : insert
-        return try connection.query(sql, [app, jobs.map(\.created.event.source), jobs.map(\.created.event.id), jobs.map(\.created.event.type),
-                  jobs.map(\.recipient), jobs.map(\.created.message.id), jobs.map(\.created.message.parentID),
-                  jobs.map { $0.created.message.parentID == nil ? "message" : "reply" }, jobs.map(\.reason), payloads]).affectedRows
+        let sql = mayExist ?? jobsMayExist
+            ? insert + " ON CONFLICT (app, message_id, recipient, event_source, event_id) DO NOTHING" : insert
+        return try connection.query(sql, [app, jobs.map(\.created.message.id), jobs.map(\.recipient), jobs.map(\.reason),
+                                          jobs.map(\.privacy), jobs.map { badges[$0.recipient] ?? 0 },
+                                          jobs.map { $0.created.ownEvent ? nil : $0.created.event.source },
+                                          jobs.map { $0.created.ownEvent ? nil : $0.created.event.id },
+                                          jobs.map { $0.created.ownEvent ? nil : $0.created.event.type }]).affectedRows
     }
 
     /// The decision's input for one recipient of a message.
@@ -259,53 +261,5 @@ struct Fanout {
                         now: Int64) -> (Routing.Preferences, LocalTime) {
         let effective = Routing.Preferences(user: preferences, app: settings, type: type)
         return (effective, LocalTime(epochMilliseconds: now, timeZone: effective.timezone))
-    }
-
-    /// `{"notification": {title, body, tag, collapseId, badge}, "data": {…}}` from the default or
-    /// the privacy template.
-    static func payload(_ message: DomainEvent.MessageCreated, recipient: String, reason: String, privacy: Bool, badge: Int) -> String {
-        let sender = message.sender
-        let text = message.text ?? ""
-        let title: String
-        let body: String
-        if privacy {
-            let mentioned = reason == "mention" || reason == "mentionAll"
-            title = mentioned ? "New mention" : (message.parentID == nil ? "New message" : "New reply")
-            body = mentioned ? "You were mentioned" : "You have a new message"
-        } else {
-            title = message.conversation.groupID.map { "\(sender) @ \($0)" } ?? sender
-            switch reason {
-            case "mention": body = "\(sender) mentioned you: \(text)"
-            case "mentionAll": body = "\(sender) mentioned everyone: \(text)"
-            case "quote": body = "\(sender) quoted you: \(text)"
-            default: body = text.isEmpty ? "\(sender) sent a message" : text
-            }
-        }
-        let receiver = message.conversation.groupID ?? sender
-        // Written directly (a payload per recipient; building JSONValue dictionaries was a third
-        // of a large-group fan-out chunk). Stored as jsonb, so key order does not matter.
-        var out = "{\"data\":{\"messageId\":"
-        out.reserveCapacity(256 + text.utf8.count)
-        JSONValue.writeString(message.id, to: &out)
-        out += ",\"conversationId\":"
-        JSONValue.writeString(message.conversation.id, to: &out)
-        out += ",\"receiverType\":"
-        JSONValue.writeString(message.conversation.receiverType, to: &out)
-        out += ",\"receiver\":"
-        JSONValue.writeString(receiver, to: &out)
-        out += ",\"sender\":"
-        JSONValue.writeString(sender, to: &out)
-        out += ",\"sentAt\":" + String(message.sentAt) + ",\"parentMessageId\":"
-        if let parent = message.parentID { JSONValue.writeString(parent, to: &out) } else { out += "null" }
-        out += "},\"notification\":{\"title\":"
-        JSONValue.writeString(title, to: &out)
-        out += ",\"body\":"
-        JSONValue.writeString(body, to: &out)
-        out += ",\"tag\":"
-        JSONValue.writeString(message.id, to: &out)
-        out += ",\"collapseId\":"
-        JSONValue.writeString(message.id, to: &out)
-        out += ",\"badge\":" + String(badge) + "}}"
-        return out
     }
 }

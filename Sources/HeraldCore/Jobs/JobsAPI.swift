@@ -14,15 +14,6 @@ enum JobsAPI {
         router.add("POST", "/v1/jobs/dead/requeue", Route(access: .worker, accepts: Route.json, handler: requeue))
     }
 
-    /// A job as the API shows it, built by PostgreSQL from a `jobs` row `j`.
-    static let jobJSON = """
-        jsonb_build_object('id', 'j' || j.id, 'attempt', j.attempt, 'app', j.app, 'recipient', j.recipient,
-                           'createdAt', j.created_at,
-                           'event', jsonb_build_object('source', j.event_source, 'id', j.event_id, 'type', j.event_type),
-                           'kind', j.kind, 'reason', j.reason,
-                           'notification', j.payload -> 'notification', 'data', j.payload -> 'data')
-        """
-
     static func body(_ request: Request) throws(HTTPError) -> [String: JSONValue] {
         if request.body.isEmpty { return [:] }
         guard case .object(let object) = try? JSONParser.parse(request.body) else {
@@ -77,17 +68,20 @@ enum JobsAPI {
             // held a few hundred thousand jobs (W5 of make bench). The rows are locked by the
             // subquery, so their ctids cannot change before the update.
             return try connection.query("""
-                UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
-                                  lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
-                 WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM jobs
-                                            WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
-                                            ORDER BY available_at, id LIMIT $2
-                                            FOR UPDATE SKIP LOCKED))
-                RETURNING j.id, \(jobJSON)::text
+                WITH claimed AS (
+                    UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
+                                      lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
+                     WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM jobs
+                                                WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
+                                                ORDER BY available_at, id LIMIT $2
+                                                FOR UPDATE SKIP LOCKED))
+                    RETURNING j.*)
+                SELECT \(JobPayload.columns)
+                  FROM claimed j JOIN messages m ON m.app = j.app AND m.id = j.message_id
+                 ORDER BY j.id
                 """, [app, max, leaseSeconds])
         }
-        let jobs = try rows.sorted { try $0.decode(0, as: Int64.self) < $1.decode(0, as: Int64.self) }
-            .map { try $0.decode(1, as: String.self) }
+        let jobs = try rows.map { try JobPayload(row: $0).json() }
         metrics.add(.jobsClaimed, jobs.count)
         return (jobs.count, .jsonText("{\"jobs\":[" + jobs.joined(separator: ",") + "]}"))
     }
@@ -206,12 +200,16 @@ enum JobsAPI {
         let after = try list.integerPosition(kind: "dead")
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
-                SELECT j.id, (\(jobJSON) || jsonb_build_object('lastError', j.last_error))::text FROM jobs j
+                SELECT \(JobPayload.columns) FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id
                  WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])
         }
-        return try list.page(rows, kind: "dead")
+        let entries = try rows.map { row in
+            let job = try JobPayload(row: row)
+            return (position: String(job.id), json: job.json(withLastError: true))
+        }
+        return list.page(entries, kind: "dead")
     }
 
     static func requeue(_ context: RequestContext) throws -> Response {

@@ -51,7 +51,7 @@ public final class Maintenance: Sendable {
         // Finished jobs go with the dedupe records of their events.
         let targets = [("events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("rejected_events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
-                       ("jobs", "state IN ('acked', 'cancelled') AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("jobs", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000")]
         for (table, condition) in targets {
             while true {

@@ -27,7 +27,7 @@ enum RoutingAPI {
                            AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
                            AND mu.conversation_id = coalesce(m.group_id, m.sender)),
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
-                         WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_type = 'message.created'
+                         WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_id IS NULL
                          ORDER BY j.id LIMIT 1),
                        s.since, s.manual_at, s.unsubscribed_at
                   FROM messages m

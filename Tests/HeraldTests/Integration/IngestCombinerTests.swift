@@ -47,7 +47,11 @@ struct IngestCombinerTests {
         }
         #expect(accepted.count == 80 && accepted.values.allSatisfy { $0 == 1 }, "every reply accepted once: \(accepted.count)")
         let connection = try environment.connection()
-        let jobs = try connection.query("SELECT count(*), count(DISTINCT (event_id, recipient)) FROM jobs WHERE app = $1 AND event_id LIKE 'c-r%'", [app.id])[0]
+        let jobs = try connection.query("""
+            SELECT count(*), count(DISTINCT (coalesce(j.event_id, m.event_id), j.recipient))
+              FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id
+             WHERE j.app = $1 AND coalesce(j.event_id, m.event_id) LIKE 'c-r%'
+            """, [app.id])[0]
         // Default preferences: every member but the sender gets each reply.
         #expect(try jobs.decode(0, as: Int.self) == 80 * 9)
         #expect(try jobs.decode(1, as: Int.self) == 80 * 9)

@@ -69,7 +69,10 @@ struct JobsTests {
         #expect(data["sender"] as? String == "alice")
         #expect((replyJobs.first { $0["recipient"] as? String == "bob" })?["reason"] as? String == "subscribedThread")
         let rows = try environment.connection().query(
-            "SELECT count(*), count(DISTINCT (event_source, event_id, recipient)) FROM jobs WHERE app = $1", [app.id])
+            """
+            SELECT count(*), count(DISTINCT (coalesce(j.event_source, m.event_source), coalesce(j.event_id, m.event_id), j.recipient))
+              FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id WHERE j.app = $1
+            """, [app.id])
         #expect(try rows[0].decode(0, as: Int.self) == rows[0].decode(1, as: Int.self), "at most one job per (event, recipient)")
         #expect(try rows[0].decode(0, as: Int.self) == jobs.count)
     }
@@ -240,6 +243,26 @@ struct JobsTests {
         #expect(jobs.first?["kind"] as? String == "reply")
         #expect((jobs.first?["event"] as? [String: Any])?["type"] as? String == "message.edited")
         #expect((jobs.first?["notification"] as? [String: Any])?["body"] as? String == "alice mentioned you: hi both")
+    }
+
+    @Test("a job is built when it is claimed: an unclaimed job shows the edited text, a claimed one keeps what it showed")
+    func payloadAtClaim() throws {
+        let app = try app(members: ["alice", "bob", "carol"])
+        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past, text: "first")], client: client)
+        let first = try claim(app, max: 1)
+        #expect((first.first?["notification"] as? [String: Any])?["body"] as? String == "first")
+        _ = try app.post([Events.edit("e2", id: "m1", sender: "alice", at: past + 100, mentions: nil, text: "second")], client: client)
+        let rest = try claim(app)
+        #expect(rest.count == 1, "one job left, the edit adds none")
+        let notification = rest.first?["notification"] as? [String: Any]
+        #expect(notification?["body"] as? String == "second")
+        #expect(notification?["title"] as? String == "alice @ g1")
+        #expect(notification?["tag"] as? String == "m1" && notification?["collapseId"] as? String == "m1")
+        let data = rest.first?["data"] as? [String: Any]
+        #expect(data?["messageId"] as? String == "m1" && data?["receiver"] as? String == "g1" && data?["sender"] as? String == "alice")
+        #expect(data?["sentAt"] as? Int == Int(past) && data?["parentMessageId"] is NSNull)
+        #expect((rest.first?["event"] as? [String: Any])?["id"] as? String == "e1", "the job's event is the message's creation")
+        #expect(rest.first?["kind"] as? String == "message")
     }
 
     @Test("explain: the decision, its reason, the job id and the steps; 404 for unknown messages")

@@ -1,0 +1,124 @@
+import HTTPServer
+import Postgres
+
+/// A job as the API shows it (SPEC §9), built when a worker claims it or lists dead jobs.
+///
+/// A `jobs` row holds only what differs between the recipients of one message (recipient,
+/// reason, privacy, badge, its state); the title, body and data come from the message's row at
+/// that moment. So a job costs one narrow row to write, and a job nobody has claimed yet shows
+/// the message's current text after an edit (SPEC §11.4). The default and privacy templates live
+/// here and nowhere else.
+struct JobPayload {
+    var id: Int64
+    var attempt: Int
+    var app: String
+    var recipient: String
+    var createdAt: Int64
+    var eventSource: String
+    var eventID: String
+    var eventType: String
+    var reason: String
+    var privacy: Bool
+    var badge: Int
+    var messageID: String
+    var conversationID: String
+    var receiverType: String
+    var groupID: String?
+    var sender: String
+    var sentAt: Int64
+    var parentID: String?
+    var text: String
+    var lastError: String?
+
+    /// The select list that `init(row:)` reads, over a `jobs` row `j` and its message `m`.
+    static let columns = """
+        j.id, j.attempt, j.app, j.recipient, j.created_at,
+        coalesce(j.event_source, m.event_source), coalesce(j.event_id, m.event_id), coalesce(j.event_type, m.event_type),
+        j.reason, j.privacy, j.badge, j.message_id, m.conversation_id, m.receiver_type, m.group_id, m.sender, m.sent_at,
+        m.parent_id, coalesce(m.text, ''), j.last_error
+        """
+
+    init(row: PostgresRow) throws {
+        id = try row.decode(0)
+        attempt = try row.decode(1)
+        app = try row.decode(2)
+        recipient = try row.decode(3)
+        createdAt = try row.decode(4)
+        eventSource = try row.decode(5)
+        eventID = try row.decode(6)
+        eventType = try row.decode(7)
+        reason = try row.decode(8)
+        privacy = try row.decode(9)
+        badge = try row.decode(10)
+        messageID = try row.decode(11)
+        conversationID = try row.decode(12)
+        receiverType = try row.decode(13)
+        groupID = try row.decode(14)
+        sender = try row.decode(15)
+        sentAt = try row.decode(16)
+        parentID = try row.decode(17)
+        text = try row.decode(18)
+        lastError = try row.decode(19)
+    }
+
+    /// Title and body from the default or the privacy template.
+    var notification: (title: String, body: String) {
+        if privacy {
+            let mentioned = reason == "mention" || reason == "mentionAll"
+            return (mentioned ? "New mention" : (parentID == nil ? "New message" : "New reply"),
+                    mentioned ? "You were mentioned" : "You have a new message")
+        }
+        let title = groupID.map { "\(sender) @ \($0)" } ?? sender
+        switch reason {
+        case "mention": return (title, "\(sender) mentioned you: \(text)")
+        case "mentionAll": return (title, "\(sender) mentioned everyone: \(text)")
+        case "quote": return (title, "\(sender) quoted you: \(text)")
+        default: return (title, text.isEmpty ? "\(sender) sent a message" : text)
+        }
+    }
+
+    /// The job's JSON object; `withLastError` adds `lastError` (the dead-job list).
+    func json(withLastError: Bool = false) -> String {
+        let (title, body) = notification
+        var out = "{\"id\":\"j\(id)\",\"attempt\":\(attempt),\"app\":"
+        out.reserveCapacity(512 + text.utf8.count)
+        JSONValue.writeString(app, to: &out)
+        out += ",\"recipient\":"
+        JSONValue.writeString(recipient, to: &out)
+        out += ",\"createdAt\":\(createdAt),\"event\":{\"source\":"
+        JSONValue.writeString(eventSource, to: &out)
+        out += ",\"id\":"
+        JSONValue.writeString(eventID, to: &out)
+        out += ",\"type\":"
+        JSONValue.writeString(eventType, to: &out)
+        out += "},\"kind\":\"" + (parentID == nil ? "message" : "reply") + "\",\"reason\":"
+        JSONValue.writeString(reason, to: &out)
+        out += ",\"notification\":{\"title\":"
+        JSONValue.writeString(title, to: &out)
+        out += ",\"body\":"
+        JSONValue.writeString(body, to: &out)
+        out += ",\"tag\":"
+        JSONValue.writeString(messageID, to: &out)
+        out += ",\"collapseId\":"
+        JSONValue.writeString(messageID, to: &out)
+        out += ",\"badge\":\(badge)},\"data\":{\"messageId\":"
+        JSONValue.writeString(messageID, to: &out)
+        out += ",\"parentMessageId\":"
+        if let parentID { JSONValue.writeString(parentID, to: &out) } else { out += "null" }
+        out += ",\"conversationId\":"
+        JSONValue.writeString(conversationID, to: &out)
+        out += ",\"receiverType\":"
+        JSONValue.writeString(receiverType, to: &out)
+        out += ",\"receiver\":"
+        JSONValue.writeString(groupID ?? sender, to: &out)
+        out += ",\"sender\":"
+        JSONValue.writeString(sender, to: &out)
+        out += ",\"sentAt\":\(sentAt)}"
+        if withLastError {
+            out += ",\"lastError\":"
+            if let lastError { JSONValue.writeString(lastError, to: &out) } else { out += "null" }
+        }
+        out += "}"
+        return out
+    }
+}
