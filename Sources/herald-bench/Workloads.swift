@@ -255,25 +255,24 @@ extension Bench {
     }
 
     /// The (id, attempt) of each job of a claim's answer, read without a JSON parser: every job is
-    /// a jsonb object whose first key is "id" and which has one top-level "attempt".
+    /// an object whose first key is "id" and which has one top-level "attempt" (with or without a
+    /// space after the colon).
     static func jobHandles(_ body: [UInt8]) -> [(id: String, attempt: Int)] {
         let text = String(decoding: body, as: UTF8.self)
-        var ids: [String] = []
-        var attempts: [Int] = []
-        var rest = text[...]
-        while let range = rest.firstRange(of: "{\"id\": \"j") {
-            let after = rest[range.upperBound...]
-            let end = after.firstIndex(of: "\"")!
-            ids.append("j" + after[..<end])
-            rest = after[end...]
+        func values(after key: String) -> [Substring] {
+            var found: [Substring] = []
+            var rest = text[...]
+            while let range = rest.firstRange(of: key) {
+                var after = rest[range.upperBound...].drop { $0 == " " }
+                if after.first == "\"" { after = after.dropFirst() }
+                let value = after.prefix { $0 != "\"" && $0 != "," && $0 != "}" }
+                found.append(value)
+                rest = after[value.endIndex...]
+            }
+            return found
         }
-        rest = text[...]
-        while let range = rest.firstRange(of: "\"attempt\": ") {
-            let after = rest[range.upperBound...]
-            let digits = after.prefix { $0.isNumber }
-            attempts.append(Int(digits) ?? 1)
-            rest = after[digits.endIndex...]
-        }
+        let ids = values(after: "{\"id\":").filter { $0.hasPrefix("j") }.map(String.init)
+        let attempts = values(after: "\"attempt\":").map { Int($0) ?? 1 }
         return zip(ids, attempts).map { ($0, $1) }
     }
 
