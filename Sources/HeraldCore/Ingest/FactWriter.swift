@@ -62,8 +62,9 @@ struct FactWriter {
         }
         var newReplies: [String] = []
         var fresh: [DomainEvent.MessageCreated] = []
+        var filledPlaceholders: [String] = []
         if !created.isEmpty {
-            fresh = try insertCreated(on: connection)
+            (fresh, filledPlaceholders) = try insertCreated(on: connection)
             newReplies = fresh.filter { $0.parentID != nil }.map(\.id)
             for m in created {
                 touchedThreads.insert(m.threadID)
@@ -113,15 +114,18 @@ struct FactWriter {
                 }
             }
         }
-        // Versions exist now for created and edited messages: recompute each message's current text.
-        if !touchedMessages.isEmpty {
+        // Versions exist now for created and edited messages: recompute the current text of the
+        // messages that can have several (edited ones, and created ones whose edits came first;
+        // a message inserted fresh has only its own, whose text the insert wrote).
+        let textMessages = Set(edits.map(\.id)).union(filledPlaceholders)
+        if !textMessages.isEmpty {
             try connection.query("""
                 UPDATE messages m SET text = v.text
                   FROM (SELECT DISTINCT ON (message_id) message_id, text FROM message_versions
                          WHERE app = $1 AND message_id = ANY ($2::text[]) AND text IS NOT NULL
                          ORDER BY message_id, at DESC) v
                  WHERE m.app = $1 AND m.id = v.message_id AND m.text IS DISTINCT FROM v.text
-                """, [app, Array(touchedMessages)])
+                """, [app, Array(textMessages)])
         }
         if !memberships.isEmpty {
             try connection.query("""
@@ -228,7 +232,7 @@ struct FactWriter {
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.
-    private func insertCreated(on connection: PostgresConnection) throws -> [DomainEvent.MessageCreated] {
+    private func insertCreated(on connection: PostgresConnection) throws -> (fresh: [DomainEvent.MessageCreated], placeholders: [String]) {
         // A second message.created for a message already seen (a republish under a new event id)
         // changes nothing: the first one's version and mentions stand.
         let applied = try connection.query("""
@@ -249,7 +253,7 @@ struct FactWriter {
                 event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type,
                 created_seen = true
             WHERE NOT m.created_seen
-            RETURNING id
+            RETURNING id, xmax <> 0
             """, [app, created.map(\.id), created.map(\.conversation.id), created.map(\.conversation.receiverType), created.map(\.conversation.groupID),
                   created.map(\.conversation.userA), created.map(\.conversation.userB), created.map(\.sender), created.map(\.parentID),
                   created.map(\.parentSender), created.map(\.sentAt), created.map(\.text), created.map(\.mentionsAll), created.map(\.category),
@@ -257,11 +261,15 @@ struct FactWriter {
                   created.map { createdEvents[Array($0.id.utf8)]!.source }, created.map { createdEvents[Array($0.id.utf8)]!.id },
                   created.map { createdEvents[Array($0.id.utf8)]!.type }])
         let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
+        // A row that existed already (an edit or a deletion arrived first) was updated, not
+        // inserted (xmax set): its versions may hold a later text than the creation's.
+        let placeholders = try applied.filter { try $0.decode(1, as: Bool.self) }.map { try $0.decode(0, as: String.self) }
         let fresh = created.filter { appliedIDs.contains($0.id) }
-        guard !fresh.isEmpty else { return [] }
+        guard !fresh.isEmpty else { return ([], []) }
         // Mentions of edits that arrived first without parentId were filed under the message's
-        // own id: file them under its thread now.
-        let replies = fresh.filter { $0.parentID != nil }
+        // own id: file them under its thread now (only a placeholder can have such edits).
+        let filled = Set(placeholders)
+        let replies = fresh.filter { $0.parentID != nil && filled.contains($0.id) }
         if !replies.isEmpty {
             try connection.query("""
                 UPDATE mentions mn SET thread_id = x.parent
@@ -272,7 +280,7 @@ struct FactWriter {
         try insertVersions(ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
                            mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text),
                            conversations: fresh.map(\.conversation.id), threads: fresh.map(\.threadID), on: connection)
-        return fresh
+        return (fresh, placeholders)
     }
 
     /// Stores edits; returns the (message id, time) keys of the versions that were new.
