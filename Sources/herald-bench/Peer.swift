@@ -75,8 +75,10 @@ extension Bench {
         let waitStarted = now()
         var jobs = 0
         while true {
-            jobs = try count("SELECT count(*) FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id WHERE j.app = $1 AND m.parent_id = $2",
-                         [app, thread.parent])
+            jobs = try count("""
+                SELECT count(*) FROM jobs
+                 WHERE app = $1 AND message_id = ANY (ARRAY(SELECT id FROM messages WHERE app = $1 AND parent_id = $2))
+                """, [app, thread.parent])
             if jobs >= expected || now() - waitStarted > 30_000_000_000 { break }
             usleep(10_000)
         }

@@ -90,14 +90,18 @@ $$;
 
 -- New replies, for every subscriber of their threads except the keys (recomputed in full
 -- instead): a reply at or before the subscriber's read position is read (read_count + 1); one
--- after it by someone else makes the row unread, and counts as a mention when it is @all.
+-- after it by someone else makes the row unread, and counts as a mention when it is @all or
+-- mentions the subscriber explicitly (the explicitly mentioned are keys, unless their mention
+-- changed no subscription: see herald_apply).
 -- Only rows where one of these changes are written: in order, a reply after everyone's read
 -- position writes the rows that were wholly read, and no other.
 CREATE OR REPLACE FUNCTION herald_count_new_replies(p_app text, p_replies text[], p_uids text[], p_threads text[])
     RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
     WITH replies AS MATERIALIZED (
-        SELECT r.id, r.parent_id, r.sender, r.sent_at, r.mentions_all
+        SELECT r.id, r.parent_id, r.sender, r.sent_at, r.mentions_all,
+               -- the users the reply mentions explicitly (its created version's mention rows)
+               ARRAY(SELECT mn.uid FROM mentions mn WHERE mn.app = p_app AND mn.message_id = r.id AND mn.at = r.sent_at) AS mentioned
           FROM (SELECT DISTINCT unnest(p_replies) AS id) x
           CROSS JOIN LATERAL (SELECT * FROM messages r
                                WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen
@@ -108,17 +112,17 @@ BEGIN
         SELECT s.tid AS row,
                count(*) FILTER (WHERE NOT r.after) AS read,
                bool_or(r.after AND r.sender <> s.uid) AS unread,
-               count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentions_all) AS mentions
+               count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentioning) AS mentions
           FROM replies x
           CROSS JOIN LATERAL (SELECT s.ctid AS tid, * FROM subscriptions s
                                WHERE s.app = p_app AND s.thread_id = x.parent_id AND s.subscribed OFFSET 0) s
-          CROSS JOIN LATERAL (SELECT x.sender, x.mentions_all,
+          CROSS JOIN LATERAL (SELECT x.sender, x.mentions_all OR s.uid = ANY (x.mentioned) AS mentioning,
                                      (x.sent_at, x.id COLLATE "C") > (coalesce(s.read_at, -9223372036854775808),
                                                                        coalesce(s.read_id, '') COLLATE "C") AS after) r
          WHERE NOT EXISTS (SELECT 1 FROM keys k WHERE k.uid = s.uid AND k.thread_id = s.thread_id)
          GROUP BY s.tid, s.has_unread
         HAVING count(*) FILTER (WHERE NOT r.after) > 0 OR (bool_or(r.after AND r.sender <> s.uid) AND NOT s.has_unread)
-            OR count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentions_all) > 0
+            OR count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentioning) > 0
     )
     -- through the rows' ctid (a Tid Scan in every plan: the rows cannot move, the thread is locked)
     UPDATE subscriptions s SET
@@ -246,15 +250,32 @@ $$;
 --   the keys' inbox rows in full.
 --   p_recount: the touched threads whose rows are recomputed from their messages (a parent, an
 --   edit, a deletion, a deleted group); the others only gained the replies of p_new_replies.
+--   p_key_at: per key, the time of its trigger when the key comes from a message new in this
+--   batch (its sender, or a user it mentions), else null.
+--
+-- The incremental path (issue 11). A key whose only triggers are new messages later than the
+-- time its row is already subscribed from changes no subscription: the earliest surviving
+-- trigger stays the earliest (SPEC §5.1). Such a key skips the recompute from the facts:
+--   * a user mentioned by a new reply is counted with the thread's other subscribers
+--     (herald_count_new_replies counts explicit mentions of new replies as it counts @all);
+--   * the sender of the thread's newest reply has read everything (their own reply is their
+--     read position), which is written directly.
+-- Every other key (a new thread, an edit, a deletion, membership evidence, a first trigger, a
+-- reply older than the thread's newest) is recomputed in full as before. The order-independence
+-- and batching tests compare both paths against the rules.
 DROP FUNCTION IF EXISTS herald_apply(text, text[], text[], text[], text[], text[], text[], text[], text[]);
-CREATE OR REPLACE FUNCTION herald_apply(p_app text, p_key_uids text[], p_key_threads text[], p_threads text[], p_messages text[],
+DROP FUNCTION IF EXISTS herald_apply(text, text[], text[], text[], text[], text[], text[], text[], text[], text[]);
+CREATE OR REPLACE FUNCTION herald_apply(p_app text, p_key_uids text[], p_key_threads text[], p_key_at bigint[],
+                                        p_threads text[], p_messages text[],
                                         p_evidence_groups text[], p_evidence_uids text[], p_new_replies text[], p_deleted_replies text[],
                                         p_recount text[])
     RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     key_uids text[];
     key_threads text[];
-    grown text[];
+    sender_uids text[];
+    sender_threads text[];
+    grown text[] := '{}';
 BEGIN
     IF cardinality(p_threads) > 0 THEN
         -- Threads that only gained new replies take them incrementally; every other touched
@@ -266,37 +287,66 @@ BEGIN
           WHERE x.id <> ALL (grown)
          HAVING count(*) > 0;
     END IF;
-    SELECT coalesce(array_agg(uid), '{}'), coalesce(array_agg(thread_id), '{}') INTO key_uids, key_threads
-      FROM (
-        SELECT uid, thread_id FROM unnest(p_key_uids, p_key_threads) AS d(uid, thread_id)
-        UNION
+    WITH raw AS (
+        SELECT uid, thread_id, at FROM unnest(p_key_uids, p_key_threads, p_key_at) AS d(uid, thread_id, at)
+        UNION ALL
         -- the parent's author, for the 'started' trigger: only while they have no row (a row, even
         -- unsubscribed, stops it) or when the parent itself is in the batch
-        SELECT t.author, t.parent_id FROM unnest(p_threads) AS x(id)
+        SELECT t.author, t.parent_id, NULL FROM unnest(p_threads) AS x(id)
           CROSS JOIN LATERAL (SELECT t.author, t.parent_id FROM threads t
                                WHERE t.app = p_app AND t.parent_id = x.id AND t.author IS NOT NULL OFFSET 0) t
          WHERE t.parent_id = ANY (p_messages)
             OR NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = p_app AND s.uid = t.author AND s.thread_id = t.parent_id)
-        UNION
-        SELECT mn.uid, mn.thread_id FROM unnest(p_messages) AS x(id)
+        UNION ALL
+        SELECT mn.uid, mn.thread_id, NULL FROM unnest(p_messages) AS x(id)
           CROSS JOIN LATERAL (SELECT mn.uid, mn.thread_id FROM mentions mn WHERE mn.app = p_app AND mn.message_id = x.id OFFSET 0) mn
-        UNION
-        SELECT mn.uid, mn.thread_id
+        UNION ALL
+        SELECT mn.uid, mn.thread_id, NULL
           FROM (SELECT DISTINCT g, u FROM unnest(p_evidence_groups, p_evidence_uids) AS e(g, u)) e
           CROSS JOIN LATERAL (SELECT DISTINCT mn.uid, mn.thread_id FROM mentions mn
                                WHERE mn.app = p_app AND mn.uid = e.u AND mn.conversation_id = 'group_' || e.g) mn
-        UNION
+        UNION ALL
         -- a deleted reply may have been counted anywhere: its thread's subscribers are recomputed
-        SELECT s.uid, s.thread_id
+        SELECT s.uid, s.thread_id, NULL
           FROM (SELECT DISTINCT m.parent_id FROM unnest(p_deleted_replies) AS x(id)
                   JOIN messages m ON m.app = p_app AND m.id = x.id AND m.parent_id IS NOT NULL) d
           CROSS JOIN LATERAL (SELECT s.uid, s.thread_id FROM subscriptions s
                                WHERE s.app = p_app AND s.thread_id = d.parent_id OFFSET 0) s
-      ) k
-     WHERE uid IS NOT NULL;
-    PERFORM herald_recompute_subscriptions(p_app, key_uids, key_threads);
+    ),
+    k AS (
+        SELECT uid, thread_id, CASE WHEN bool_and(at IS NOT NULL) THEN min(at) END AS at
+          FROM raw WHERE uid IS NOT NULL GROUP BY uid, thread_id
+    ),
+    classified AS (
+        SELECT k.uid, k.thread_id,
+               CASE WHEN k.at IS NULL OR k.thread_id <> ALL (grown) OR k.thread_id = ANY (p_recount) THEN 'full'
+                    WHEN NOT coalesce(s.subscribed AND s.since < k.at, false) THEN 'full'
+                    -- not a sender of a new reply of the thread: counted with the other subscribers
+                    WHEN NOT EXISTS (SELECT 1 FROM messages r WHERE r.app = p_app AND r.id = ANY (p_new_replies)
+                                                               AND r.parent_id = k.thread_id AND r.sender = k.uid) THEN 'mentioned'
+                    -- the sender of the thread's newest reply, read past any mark
+                    WHEN t.last_reply_sender = k.uid AND t.last_reply_id = ANY (p_new_replies)
+                         AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id COLLATE "C") < (t.last_reply_at, t.last_reply_id COLLATE "C"))
+                         THEN 'sender'
+                    ELSE 'full' END AS path
+          FROM k
+          LEFT JOIN LATERAL (SELECT s.subscribed, s.since, s.mark_at, s.mark_id FROM subscriptions s
+                              WHERE s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true
+          LEFT JOIN LATERAL (SELECT t.last_reply_sender, t.last_reply_id, t.last_reply_at FROM threads t
+                              WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t ON true
+    )
+    SELECT coalesce(array_agg(uid) FILTER (WHERE path = 'full'), '{}'),
+           coalesce(array_agg(thread_id) FILTER (WHERE path = 'full'), '{}'),
+           coalesce(array_agg(uid) FILTER (WHERE path = 'sender'), '{}'),
+           coalesce(array_agg(thread_id) FILTER (WHERE path = 'sender'), '{}')
+      INTO key_uids, key_threads, sender_uids, sender_threads
+      FROM classified;
+    IF cardinality(key_uids) > 0 THEN
+        PERFORM herald_recompute_subscriptions(p_app, key_uids, key_threads);
+    END IF;
     IF cardinality(p_new_replies) > 0 THEN
-        PERFORM herald_count_new_replies(p_app, p_new_replies, key_uids, key_threads);
+        -- the keys recomputed in full, and the senders written below, are not counted twice
+        PERFORM herald_count_new_replies(p_app, p_new_replies, key_uids || sender_uids, key_threads || sender_threads);
     END IF;
     IF cardinality(p_threads) > 0 THEN
         INSERT INTO stale_threads (app, thread_id)
@@ -315,6 +365,19 @@ BEGIN
     IF cardinality(p_evidence_groups) > 0 THEN
         PERFORM herald_refresh_access(p_app, p_evidence_groups, p_evidence_uids);
     END IF;
-    PERFORM herald_refresh_inbox(p_app, key_uids, key_threads);
+    IF cardinality(key_uids) > 0 THEN
+        PERFORM herald_refresh_inbox(p_app, key_uids, key_threads);
+    END IF;
+    IF cardinality(sender_uids) > 0 THEN
+        -- their own reply is the thread's newest and their read position: every reply is read
+        UPDATE subscriptions s SET
+            read_at = t.last_reply_at, read_id = t.last_reply_id, read_count = t.reply_count,
+            has_unread = false, unread_mentions = 0, activity_at = t.last_reply_at
+          FROM unnest(sender_uids, sender_threads) AS k(uid, thread_id)
+          JOIN threads t ON t.app = p_app AND t.parent_id = k.thread_id
+         WHERE s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id
+           AND (s.read_at, s.read_id, s.read_count, s.has_unread, s.unread_mentions, s.activity_at) IS DISTINCT FROM
+               (t.last_reply_at, t.last_reply_id, t.reply_count, false, 0, t.last_reply_at);
+    END IF;
 END
 $$;

@@ -51,6 +51,7 @@ struct FactWriter {
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
         var keyThreads: [String] = []
+        var keyAt: [Int64?] = []   // the trigger's time, for a key from a message new in this batch
         var evidenceGroups: [String] = []
         var evidenceUsers: [String] = []
 
@@ -66,14 +67,22 @@ struct FactWriter {
         if !created.isEmpty {
             (fresh, filledPlaceholders) = try insertCreated(on: connection)
             newReplies = fresh.filter { $0.parentID != nil }.map(\.id)
+            // A message inserted fresh has no other version: its triggers are its sender and its
+            // mentions at its time, which herald_apply may apply incrementally. Any other
+            // (republished, or filling a placeholder) is recomputed from its facts.
+            let placeholders = Set(filledPlaceholders)
+            let incremental = Set(fresh.lazy.filter { !placeholders.contains($0.id) }.map(\.id))
             for m in created {
                 touchedThreads.insert(m.threadID)
-                touchedMessages.insert(m.id)
+                let at: Int64? = incremental.contains(m.id) ? m.sentAt : nil
+                if at == nil { touchedMessages.insert(m.id) }
                 keyUsers.append(m.sender)
                 keyThreads.append(m.threadID)
+                keyAt.append(at)
                 for uid in m.mentions {
                     keyUsers.append(uid)
                     keyThreads.append(m.threadID)
+                    keyAt.append(at)
                 }
             }
             // Only a message seen for the first time is membership evidence (a republished one
@@ -111,6 +120,7 @@ struct FactWriter {
                 for uid in m.mentions ?? [] {
                     keyUsers.append(uid)
                     keyThreads.append(m.threadID)
+                    keyAt.append(nil)
                 }
             }
         }
@@ -189,8 +199,8 @@ struct FactWriter {
         for m in deletions.values { recount.insert(m.threadID) }
         for m in edits { recount.insert(m.threadID) }
         for m in created where m.parentID == nil { recount.insert(m.id) }
-        try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)", [
-            app, keyUsers, keyThreads, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
+        try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", [
+            app, keyUsers, keyThreads, keyAt, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
             evidenceGroups, evidenceUsers, newReplies, deletedReplies, Array(recount),
         ])
         // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its

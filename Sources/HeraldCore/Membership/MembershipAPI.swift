@@ -65,7 +65,7 @@ enum MembershipAPI {
                 // A separate statement, so that it sees the evidence just written.
                 let uids = try changed.map { try $0.decode(0, as: String.self) }
                 if !uids.isEmpty {
-                    try connection.query("SELECT herald_apply($1, '{}', '{}', '{}', '{}', $2, $3, '{}', '{}', '{}')",
+                    try connection.query("SELECT herald_apply($1, '{}', '{}', '{}', '{}', '{}', $2, $3, '{}', '{}', '{}')",
                                          [app, Array(repeating: guid, count: uids.count), uids])
                 }
             }
