@@ -22,7 +22,7 @@ let package = Package(
 
         // One Swift module per wrapped library; all unsafe code lives in these.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Locking"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Locking"], swiftSettings: strict),
         .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The domain, organised by capability.

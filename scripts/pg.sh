@@ -5,6 +5,8 @@
 #   scripts/pg.sh stop  <dir>          stop it (no-op when stopped)
 #   scripts/pg.sh url   <dir>          print its DATABASE_URL
 # PostgreSQL refuses to run as root, so as root it runs as the "postgres" user.
+# Only the cluster's owner (and root) can reach its socket: <dir>/run is 0700 and the socket
+# 0700, so the trust authentication inside the cluster is not open to other local users.
 set -euo pipefail
 command=${1:?usage: pg.sh init|start|stop|url <dir>}
 dir=$(mkdir -p "${2:?usage: pg.sh $command <dir>}" && cd "$2" && pwd)
@@ -35,6 +37,7 @@ case "$command" in
       {
         echo "listen_addresses = ''"
         echo "unix_socket_directories = '$dir/run'"
+        echo "unix_socket_permissions = 0700"
         echo "max_connections = 200"
         echo "shared_buffers = 256MB"
         if [ "${3:-}" = fast ]; then
@@ -46,6 +49,10 @@ case "$command" in
     fi
     ;;
   start)
+    # Clusters made before the socket was private get it now.
+    chmod 700 "$dir/run"
+    grep -q '^unix_socket_permissions' "$dir/data/postgresql.conf" \
+      || echo "unix_socket_permissions = 0700" | as_owner tee -a "$dir/data/postgresql.conf" >/dev/null
     if ! as_owner "$bin/pg_ctl" -D "$dir/data" status >/dev/null 2>&1; then
       as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/postgres.log" -w -t 60 start >/dev/null
     fi

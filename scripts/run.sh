@@ -4,11 +4,23 @@
 # reused after, stopped when Herald stops). Prints the admin token and demo app keys.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+state="${HERALD_STATE_DIR:-$PWD/.herald}"
+mkdir -p "$state"
+
+# One `make run` per folder: a second one would fail to bind and then stop the first one's
+# database on its way out. The lock is held for as long as this script (and Herald) runs.
+exec 9>"$state/run.lock"
+if ! flock -n 9; then
+  echo "Herald is already running from this folder (pid $(cat "$state/run.pid" 2>/dev/null || echo '?'));" \
+       "stop it first (Ctrl-C in its terminal)." >&2
+  exit 1
+fi
+echo $$ > "$state/run.pid"
+
 scripts/deps.sh
 swift build -c release --product herald
 bin="$(swift build -c release --show-bin-path)/herald"
-state="$PWD/.herald"
-mkdir -p "$state"
+
 
 if [ -z "${DATABASE_URL:-}" ]; then
   scripts/pg.sh init "$state/pg"

@@ -20,21 +20,25 @@ public final class HTTPServer: @unchecked Sendable {
         public var port: Int
         /// Threads in libmicrohttpd's pool; each runs one blocking responder at a time.
         public var threads: Int
-        /// The most open connections; more are refused by the kernel backlog.
+        /// The most open connections; beyond it a new connection closes the one that has waited
+        /// longest for a request head (`ConnectionTable`).
         public var maxConnections: Int
-        /// Seconds an idle connection is kept.
+        /// Seconds an idle keep-alive connection has to send its next request head.
         public var connectionTimeoutSeconds: Int
+        /// Seconds a new connection has to send its first request head.
+        public var headerTimeoutSeconds: Int
         /// The largest body accepted; a larger one is discarded and marked `bodyTooLarge`.
         public var maxBodyBytes: Int
 
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = 16,
-                    maxConnections: Int = 1024, connectionTimeoutSeconds: Int = 60,
+                    maxConnections: Int = 1024, connectionTimeoutSeconds: Int = 60, headerTimeoutSeconds: Int = 10,
                     maxBodyBytes: Int = 4 * 1024 * 1024) {
             self.host = host
             self.port = port
             self.threads = threads
             self.maxConnections = maxConnections
             self.connectionTimeoutSeconds = connectionTimeoutSeconds
+            self.headerTimeoutSeconds = headerTimeoutSeconds
             self.maxBodyBytes = maxBodyBytes
         }
     }
@@ -49,11 +53,18 @@ public final class HTTPServer: @unchecked Sendable {
     private(set) public var port: Int = 0
     let inFlightCount = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
+    let connections: ConnectionTable
 
     public init(configuration: Configuration, responder: @escaping Responder) {
         self.configuration = configuration
         self.responder = responder
+        connections = ConnectionTable(limit: max(1, configuration.maxConnections),
+                                      headerTimeoutSeconds: max(1, configuration.headerTimeoutSeconds),
+                                      idleTimeoutSeconds: max(1, configuration.connectionTimeoutSeconds))
     }
+
+    /// Connections open now.
+    public var openConnections: Int { connections.count }
 
     deinit {
         if let daemon { MHD_stop_daemon(daemon) }
@@ -72,8 +83,12 @@ public final class HTTPServer: @unchecked Sendable {
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.THREAD_POOL_SIZE, value: max(1, configuration.threads), ptr_value: nil),
-            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT, value: max(1, configuration.maxConnections), ptr_value: nil),
+            // Room above the limit, so that a new connection is accepted and can close a slow one.
+            MHD_OptionItem(option: MHD_OPTION.CONNECTION_LIMIT,
+                           value: max(1, configuration.maxConnections) + max(16, configuration.maxConnections / 8), ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.CONNECTION_TIMEOUT, value: max(1, configuration.connectionTimeoutSeconds), ptr_value: nil),
+            MHD_OptionItem(option: MHD_OPTION.NOTIFY_CONNECTION, value: unsafeBitCast(connectionNotifyCallback, to: Int.self),
+                           ptr_value: Unmanaged.passUnretained(self).toOpaque()),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
                            ptr_value: Unmanaged.passUnretained(self).toOpaque()),
             MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil),
@@ -90,6 +105,7 @@ public final class HTTPServer: @unchecked Sendable {
             throw HTTPServerError(message: "libmicrohttpd could not start on \(configuration.host):\(configuration.port)")
         }
         daemon = started
+        connections.start()
     }
 
     /// Graceful stop: stops accepting, lets requests in flight finish (up to `drainTimeoutSeconds`),
@@ -105,6 +121,7 @@ public final class HTTPServer: @unchecked Sendable {
             waited += 0.01
         }
         MHD_stop_daemon(daemon)
+        connections.stop()
         self.daemon = nil
     }
 
@@ -229,9 +246,28 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
     guard let cls, let connection, let conCls, let uploadDataSize else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
 
-    // First call: headers only. Answering here would make libmicrohttpd close the connection
-    // (see STACK.md), so only set up state and answer on a later call.
+    // First call: headers only. Answering here makes libmicrohttpd close the connection after
+    // the answer (see STACK.md): right for a request whose framing is refused, so that no byte
+    // of its body is read as another request; any other is answered on a later call.
     guard let statePointer = conCls.pointee else {
+        server.connections.busy(connection)
+        switch framing(connection, maxBodyBytes: server.configuration.maxBodyBytes) {
+        case .refused(let error):
+            var response = error.response
+            response.headers.append(("Connection", "close"))
+            return queue(response, requestID: makeRequestID(nil), server: server, connection: connection)
+        case .tooLarge:
+            // Answered now, without reading a body that will be refused, but through the
+            // responder, so that the route, the token and the role are checked first (a request
+            // without a valid key gets 401, not 413) and the request is logged.
+            let request = makeRequest(connection, url: url, method: method, body: [], bodyTooLarge: true,
+                                      startedAt: monotonicNanoseconds(), deferral: nil)
+            var response = server.responder(request)
+            response.headers.append(("Connection", "close"))
+            return queue(response, requestID: request.id, server: server, connection: connection)
+        case .fine:
+            break
+        }
         let state = RequestState(startedAt: monotonicNanoseconds())
         conCls.pointee = Unmanaged.passRetained(state).toOpaque()
         server.inFlightCount.add(1, ordering: .relaxed)
@@ -263,21 +299,9 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
     }
 
     // Last call: the whole request is here.
-    let headers = ValueCollector(lowercaseKeys: true)
-    let query = ValueCollector(lowercaseKeys: false)
-    MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(headers).toOpaque())
-    MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, Unmanaged.passUnretained(query).toOpaque())
-    let request = Request(
-        method: method.map { String(cString: $0) } ?? "GET",
-        path: url.map { String(cString: $0) } ?? "/",
-        query: query.values,
-        headers: headers.values,
-        body: state.body,
-        bodyTooLarge: state.bodyTooLarge,
-        id: makeRequestID(headers.values["x-request-id"]),
-        startedAt: state.startedAt,
-        deferral: Deferral(connection: connection)
-    )
+    server.connections.answering(connection)
+    let request = makeRequest(connection, url: url, method: method, body: state.body, bodyTooLarge: state.bodyTooLarge,
+                              startedAt: state.startedAt, deferral: Deferral(connection: connection))
     state.body = []
     let response = server.responder(request)
     if response.isDeferred, let deferral = request.deferral {
@@ -287,6 +311,27 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
         return queue(ready, requestID: request.id, server: server, connection: connection)
     }
     return queue(response, requestID: request.id, server: server, connection: connection)
+}
+
+/// The request as the responder sees it, from libmicrohttpd's view of the connection.
+private func makeRequest(_ connection: OpaquePointer, url: UnsafePointer<CChar>?, method: UnsafePointer<CChar>?, body: [UInt8],
+                         bodyTooLarge: Bool, startedAt: UInt64, deferral: Deferral?) -> Request {
+    let headers = ValueCollector(lowercaseKeys: true)
+    let query = ValueCollector(lowercaseKeys: false)
+    MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(headers).toOpaque())
+    MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, Unmanaged.passUnretained(query).toOpaque())
+    return Request(
+        method: method.map { String(cString: $0) } ?? "GET",
+        path: url.map { String(cString: $0) } ?? "/",
+        query: query.values,
+        headers: headers.values,
+        body: body,
+        bodyTooLarge: bodyTooLarge,
+        id: makeRequestID(headers.values["x-request-id"]),
+        startedAt: startedAt,
+        deferral: deferral,
+        invalidPathSegments: url.map(invalidUTF8Segments) ?? []
+    )
 }
 
 /// Sends a response with the request id (and `Connection: close` while draining).
@@ -310,11 +355,84 @@ private func queue(_ original: Response, requestID: String, server: HTTPServer, 
     return queued
 }
 
-private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, _, conCls, _ in
+private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, connection, conCls, _ in
+    if let cls, let connection { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections.idle(connection) }
     guard let conCls, let pointer = conCls.pointee else { return }
     Unmanaged<RequestState>.fromOpaque(pointer).release()
     conCls.pointee = nil
     if let cls {
         Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().inFlightCount.subtract(1, ordering: .relaxed)
     }
+}
+
+private let connectionNotifyCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
+    guard let cls, let connection else { return }
+    let connections = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections
+    switch code.rawValue {
+    case 0: connections.opened(connection, fd: herald_connection_fd(connection))   // MHD_CONNECTION_NOTIFY_STARTED
+    case 1: connections.closed(connection)                                         // MHD_CONNECTION_NOTIFY_CLOSED
+    default: break
+    }
+}
+
+private enum Framing {
+    case fine
+    /// Ambiguous framing: a 400 that closes the connection, before anything else.
+    case refused(HTTPError)
+    /// A declared body above the limit.
+    case tooLarge
+}
+
+/// The request's body framing, judged from its headers before any of the body is read (RFC 9112
+/// §6.3): several different Content-Length values, Content-Length with Transfer-Encoding (request
+/// smuggling) or a Content-Length that is not a number are refused; one above the body limit is
+/// answered 413 at once instead of reading, or waiting for, a body that will be refused.
+private func framing(_ connection: OpaquePointer, maxBodyBytes: Int) -> Framing {
+    let lengths = headerValues(connection, "content-length")
+    let encodings = headerValues(connection, "transfer-encoding")
+    guard !lengths.isEmpty else { return .fine }
+    if !encodings.isEmpty {
+        return .refused(.badRequest("a request may not have both Content-Length and Transfer-Encoding", field: "Content-Length"))
+    }
+    // A repeated header may also come as one comma-separated list.
+    func trimmed(_ text: Substring) -> Substring {
+        var slice = text
+        while let first = slice.first, first == " " || first == "\t" { slice.removeFirst() }
+        while let last = slice.last, last == " " || last == "\t" { slice.removeLast() }
+        return slice
+    }
+    let values = lengths.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map { String(trimmed($0)) }
+    guard values.allSatisfy({ !$0.isEmpty && $0.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }) else {
+        return .refused(.badRequest("Content-Length must be a decimal number", field: "Content-Length"))
+    }
+    guard Set(values).count == 1, let length = values.first else {
+        return .refused(.badRequest("Content-Length values differ", field: "Content-Length"))
+    }
+    let digits = length.drop { $0 == "0" }
+    if digits.count > 18 || (Int(digits) ?? 0) > maxBodyBytes { return .tooLarge }
+    return .fine
+}
+
+/// Every value of the header `name` (lowercase), in order, duplicates included.
+private func headerValues(_ connection: OpaquePointer, _ name: String) -> [String] {
+    final class Found { var values: [String] = []; let name: String; init(_ name: String) { self.name = name } }
+    let found = Found(name)
+    MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
+        guard let cls, let key else { return .YES }
+        let found = Unmanaged<Found>.fromOpaque(cls).takeUnretainedValue()
+        if String(cString: key).lowercased() == found.name { found.values.append(value.map { String(cString: $0) } ?? "") }
+        return .YES
+    }, Unmanaged.passUnretained(found).toOpaque())
+    return found.values
+}
+
+/// The segments of a percent-decoded path that are not valid UTF-8 (libmicrohttpd decodes `%FF`
+/// to the byte 0xFF; Swift's `String(cString:)` would turn it into U+FFFD, so `%FF` and `%C0`
+/// would name the same user).
+private func invalidUTF8Segments(_ url: UnsafePointer<CChar>) -> [Int] {
+    let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(url).assumingMemoryBound(to: UInt8.self), count: strlen(url))
+    if bytes.allSatisfy({ $0 < 0x80 }) { return [] }
+    var parts = bytes.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+    if parts.first?.isEmpty == true { parts.removeFirst() }
+    return parts.enumerated().compactMap { String(validating: $0.element, as: UTF8.self) == nil ? $0.offset : nil }
 }

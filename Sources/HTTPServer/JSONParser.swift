@@ -9,20 +9,26 @@ public struct JSONParser {
     public struct SyntaxError: Error, Sendable, Equatable {
         public let offset: Int
         public let message: String
+        /// The key, for a key given twice in one object.
+        public var field: String? = nil
     }
 
     public static let maxDepth = 128
 
     private let bytes: [UInt8]
     private var index = 0
+    private let depthLimit: Int
 
-    private init(_ bytes: [UInt8]) {
+    private init(_ bytes: [UInt8], depthLimit: Int) {
         self.bytes = bytes
+        self.depthLimit = depthLimit
     }
 
-    /// Parses a whole document; trailing non-space bytes are an error.
-    public static func parse(_ bytes: [UInt8]) throws(SyntaxError) -> JSONValue {
-        var parser = JSONParser(bytes)
+    /// Parses a whole document; trailing non-space bytes are an error. `maxDepth` may be raised
+    /// for a document whose parts are judged one by one (an ingest batch: each event is held to
+    /// `JSONParser.maxDepth` on its own, so one deep event does not fail the others).
+    public static func parse(_ bytes: [UInt8], maxDepth: Int = JSONParser.maxDepth) throws(SyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes, depthLimit: maxDepth)
         parser.skipSpace()
         let value = try parser.parseValue(depth: 0)
         parser.skipSpace()
@@ -44,7 +50,7 @@ public struct JSONParser {
     }
 
     private mutating func parseValue(depth: Int) throws(SyntaxError) -> JSONValue {
-        guard depth < Self.maxDepth else { throw error("nesting is deeper than \(Self.maxDepth)") }
+        guard depth < depthLimit else { throw error("nesting is deeper than \(depthLimit)") }
         guard index < bytes.count else { throw error("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"): return try parseObject(depth: depth)
@@ -83,6 +89,12 @@ public struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw error("expected ':'") }
             index += 1
             skipSpace()
+            // One rule for every route: a key given twice is an error, not the first or the last.
+            guard object[key] == nil else {
+                var duplicate = error("the key \"\(key)\" is given twice")
+                duplicate.field = key
+                throw duplicate
+            }
             object[key] = try parseValue(depth: depth + 1)
             skipSpace()
             guard index < bytes.count else { throw error("unexpected end of input") }
@@ -230,7 +242,7 @@ public struct JSONParser {
             guard index > digits else { throw error("invalid number") }
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
-        if isInteger, let value = Int(text) { return .int(value) }
+        if isInteger { return Int(text).map { .int($0) } ?? .bigInteger(text) }
         guard let value = Double(text) else { throw error("invalid number") }
         return .number(value, text: text)
     }
@@ -249,6 +261,7 @@ extension JSONValue {
         case .null: out += "null"
         case .bool(let value): out += value ? "true" : "false"
         case .int(let value): out += String(value)
+        case .bigInteger(let digits): out += digits
         case .double(let value):
             out += value.isFinite ? (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) : "null"
         case .string(let value): JSONValue.writeString(value, to: &out)
@@ -304,5 +317,16 @@ extension JSONValue {
     public subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }
         return nil
+    }
+}
+
+extension JSONValue {
+    /// Levels of nesting: 1 for a scalar, one more for each array or object around a value.
+    public var depth: Int {
+        switch self {
+        case .array(let values): return 1 + (values.lazy.map(\.depth).max() ?? 0)
+        case .object(let object): return 1 + (object.values.lazy.map(\.depth).max() ?? 0)
+        default: return 1
+        }
     }
 }

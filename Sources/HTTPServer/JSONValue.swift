@@ -7,6 +7,9 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case null
     case bool(Bool)
     case int(Int)
+    /// An integer written without fraction or exponent that `Int` cannot hold, as its decimal
+    /// text (SPEC §1: a JSON integer id means its decimal string, however long).
+    case bigInteger(String)
     case double(Double)
     case string(String)
     case array([JSONValue])
@@ -37,6 +40,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .int(let value): try container.encode(value)
+        case .bigInteger(let digits): try container.encode(Double(digits) ?? 0)
         case .double(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)

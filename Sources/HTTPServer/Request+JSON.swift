@@ -4,6 +4,13 @@ extension Request {
     /// Decodes the body as JSON into `T`; a problem becomes `400 ERR_BAD_REQUEST` whose
     /// `params.field` is the dotted path of the offending input (`jobs[0].attempt`).
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
+        // The same reader and rules as every other route first (duplicate keys, invalid UTF-8,
+        // nesting), then the typed decoding.
+        do {
+            _ = try JSONParser.parse(body)
+        } catch {
+            throw HTTPError.invalidJSON(error)
+        }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch let error as DecodingError {
@@ -17,6 +24,11 @@ extension Request {
 }
 
 extension HTTPError {
+    /// `400 ERR_BAD_REQUEST` for a body that is not JSON, saying why and where.
+    public static func invalidJSON(_ error: JSONParser.SyntaxError) -> HTTPError {
+        .badRequest("body is not valid JSON: \(error.message) at byte \(error.offset)", field: error.field)
+    }
+
     /// Turns a `DecodingError` into a 400 naming the field's path.
     public static func fromDecoding(_ error: DecodingError) -> HTTPError {
         switch error {

@@ -18,11 +18,15 @@ public struct Request: Sendable {
     public let startedAt: UInt64
     /// For answering later (long polls); nil outside a server.
     public let deferral: Deferral?
+    /// The path's segments (after the leading `/`, counted from 0) that were not valid UTF-8 once
+    /// percent-decoded; `path` holds them with U+FFFD, so they must not be used as ids.
+    public let invalidPathSegments: [Int]
 
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
                 body: [UInt8] = [], bodyTooLarge: Bool = false, id: String = "test", startedAt: UInt64 = 0,
-                deferral: Deferral? = nil) {
+                deferral: Deferral? = nil, invalidPathSegments: [Int] = []) {
         self.method = method
+        self.invalidPathSegments = invalidPathSegments
         self.path = path
         self.query = query
         var lowered = [String: String]()

@@ -39,7 +39,7 @@ public final class HeraldServer: Sendable {
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,
             maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
-            maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
+            headerTimeoutSeconds: configuration.headerTimeoutSeconds, maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
         try http.start()
         maintenance.start()

@@ -46,6 +46,7 @@ public struct Service: Sendable {
         case .found(let route, let matched, let parameters):
             pattern = matched
             do {
+                try Self.checkPathEncoding(request, pattern: matched)
                 principal = try authenticator.authenticate(request, access: route.access)
                 try Self.checkBody(request, route: route, limit: services.configuration.maxBodyBytes)
                 let context = RequestContext(request: request, parameters: parameters, principal: principal,
@@ -65,6 +66,15 @@ public struct Service: Sendable {
             logRequest(request, pattern: pattern, principal: principal, status: response.status)
         }
         return response
+    }
+
+    /// A path parameter must be valid UTF-8 once percent-decoded: `%FF` is not an id.
+    static func checkPathEncoding(_ request: Request, pattern: String) throws(HTTPError) {
+        guard let index = request.invalidPathSegments.first else { return }
+        var segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
+        if segments.first == "" { segments.removeFirst() }
+        let name = index < segments.count && segments[index].hasPrefix("{") ? String(segments[index].dropFirst().dropLast()) : "path"
+        throw HTTPError.badRequest("\(name) is not valid UTF-8", field: name)
     }
 
     static func checkBody(_ request: Request, route: Route, limit: Int) throws(HTTPError) {

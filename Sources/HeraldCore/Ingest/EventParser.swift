@@ -5,6 +5,10 @@ import HTTPServer
 public enum EventParser {
     public static let maxBatch = 1000
     public static let maxTextLength = 4096
+    /// Most ids in an event's `mentions` (issue 12: 100,000 took seconds and as many rows).
+    public static let maxMentions = 1000
+    /// The nesting a request body may have; each event may nest `JSONParser.maxDepth` (128).
+    public static let maxBodyDepth = 1024
 
     /// One element of a request: a valid event, or a rejection with what is known of the event.
     public enum Item: Sendable {
@@ -21,9 +25,10 @@ public enum EventParser {
         }
         let document: JSONValue
         do {
-            document = try JSONParser.parse(request.body)
+            // Deeper than one event may be: a batch's events are held to the limit one by one.
+            document = try JSONParser.parse(request.body, maxDepth: maxBodyDepth)
         } catch {
-            throw HTTPError.badRequest("body is not valid JSON: \(error.message) at byte \(error.offset)")
+            throw HTTPError.invalidJSON(error)
         }
         switch document {
         case .object:
@@ -65,6 +70,11 @@ public enum EventParser {
         let source = object["source"]?.stringValue
         let id = object["id"]?.stringValue
         let type = object["type"]?.stringValue
+        guard raw.depth <= JSONParser.maxDepth else {
+            return .rejected(.bad("the event nests deeper than \(JSONParser.maxDepth) levels", field: "data"),
+                             source: source.flatMap { $0.isEmpty ? nil : $0 }, id: id.flatMap { $0.isEmpty ? nil : $0 },
+                             type: type, raw: .object(object.filter { $0.key != "data" }))
+        }
         do {
             return .valid(try validate(object), raw: raw)
         } catch {
@@ -218,6 +228,7 @@ public enum EventParser {
             switch value {
             case .string(let string): text = string
             case .int(let number): text = String(number)
+            case .bigInteger(let digits): text = digits
             default: throw .bad("\(path) must be a string id", field: path)
             }
             guard Identifier.isValid(text) else {
@@ -229,6 +240,9 @@ public enum EventParser {
         func idList(_ key: String) throws(EventRejection) -> [String]? {
             guard let value = object[key], value != .null else { return nil }
             guard case .array(let elements) = value else { throw .bad("\(path(key)) must be an array", field: path(key)) }
+            guard elements.count <= EventParser.maxMentions else {
+                throw .bad("\(path(key)) holds at most \(EventParser.maxMentions) ids", field: path(key))
+            }
             var ids: [String] = []
             var seen: Set<String> = []
             for (index, element) in elements.enumerated() {

@@ -16,15 +16,23 @@ enum JobsAPI {
 
     static func body(_ request: Request) throws(HTTPError) -> [String: JSONValue] {
         if request.body.isEmpty { return [:] }
-        guard case .object(let object) = try? JSONParser.parse(request.body) else {
-            throw HTTPError.badRequest("body must be a JSON object")
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(request.body)
+        } catch {
+            throw HTTPError.invalidJSON(error)
         }
+        guard case .object(let object) = document else { throw HTTPError.badRequest("body must be a JSON object") }
         return object
     }
 
     static func integer(_ object: [String: JSONValue], _ key: String, default value: Int, range: ClosedRange<Int>) throws(HTTPError) -> Int {
         guard let item = object[key], item != .null else { return value }
-        guard case .int(let number) = item, range.contains(number) else {
+        if case .bigInteger = item { throw HTTPError.invalidLimit(field: key, min: range.lowerBound, max: range.upperBound) }
+        guard case .int(let number) = item else {
+            throw HTTPError.badRequest("\(key) must be an integer", field: key)   // a wrong type, not a range
+        }
+        guard range.contains(number) else {
             throw HTTPError.invalidLimit(field: key, min: range.lowerBound, max: range.upperBound)
         }
         return number

@@ -226,8 +226,9 @@ enum OpenAPIDocument {
                   "application/json": {
                     "schema": {
                       "type": "object",
-                      "required": ["data"],
-                      "properties": {"data": {"type": "array", "items": {"$ref": "\u0023/components/schemas/KeyInfo"}}}
+                      "required": ["data", "meta"],
+                      "properties": {"data": {"type": "array", "items": {"$ref": "\u0023/components/schemas/KeyInfo"}},
+                                     "meta": {"$ref": "\u0023/components/schemas/ListMeta"}}
                     }
                   }
                 }

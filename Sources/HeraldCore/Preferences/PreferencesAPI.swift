@@ -71,7 +71,7 @@ enum PreferencesAPI {
         do {
             return try JSONParser.parse(request.body)
         } catch {
-            throw HTTPError.badRequest("body is not valid JSON")
+            throw HTTPError.invalidJSON(error)
         }
     }
 

@@ -117,6 +117,8 @@ struct SubscriptionStore: Sendable {
                                             (SELECT max(mn.at) FROM mentions mn
                                               WHERE mn.app = $1 AND mn.thread_id = $3 AND mn.uid = $2)) AS at) u
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET unsubscribed_at = EXCLUDED.unsubscribed_at, manual_at = NULL
+                    -- idempotent (SPEC §5.2): a thread already unsubscribed from stays as it was
+                    WHERE s.subscribed OR s.manual_at IS NOT NULL OR s.unsubscribed_at IS NULL
                     """, [app, uid, thread])
             }
             try connection.query("SELECT herald_recompute_subscriptions($1, ARRAY[$2::text], ARRAY[$3::text])", [app, uid, thread])

@@ -19,6 +19,8 @@ public struct Configuration: Sendable, Equatable {
     public var maxConnections: Int
     /// Seconds an idle connection is kept (`HERALD_IDLE_TIMEOUT_SECONDS`).
     public var idleTimeoutSeconds: Int
+    /// Seconds a new connection has to send a whole request head (`HERALD_HEADER_TIMEOUT_SECONDS`).
+    public var headerTimeoutSeconds: Int
     /// Ingest requests processed at once (`HERALD_INGEST_MAX_IN_FLIGHT`, default: three quarters
     /// of the threads, so other routes keep threads free); more wait for a slot.
     public var ingestMaxInFlight: Int
@@ -39,7 +41,7 @@ public struct Configuration: Sendable, Equatable {
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
-        maxConnections: 1024, idleTimeoutSeconds: 60, ingestMaxInFlight: 12, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
+        maxConnections: 1024, idleTimeoutSeconds: 60, headerTimeoutSeconds: 10, ingestMaxInFlight: 12, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
@@ -53,6 +55,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
         ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 1024)"),
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
+        ("HERALD_HEADER_TIMEOUT_SECONDS", "a new connection's deadline for its request head (default 10)"),
         ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests processed at once (default 3/4 of the threads)"),
         ("HERALD_INGEST_QUEUE_MS", "wait for an ingest slot before 429 (default 2000; 0: answer 429 at once)"),
         ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
@@ -93,6 +96,7 @@ public struct Configuration: Sendable, Equatable {
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
+        if let head = try integer("HERALD_HEADER_TIMEOUT_SECONDS", 1...3_600) { headerTimeoutSeconds = head }
         ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...512) ?? max(1, threads * 3 / 4)
         if let wait = try integer("HERALD_INGEST_QUEUE_MS", 0...60_000) { ingestQueueMilliseconds = wait }
         if let days = try integer("HERALD_DEDUPE_RETENTION_DAYS", 7...3650) { dedupeRetentionDays = days }
@@ -109,7 +113,7 @@ public struct Configuration: Sendable, Equatable {
 
     init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
          databasePoolSize: Int, databaseAcquireTimeoutMs: Int, maxBodyBytes: Int, maxConnections: Int,
-         idleTimeoutSeconds: Int, ingestMaxInFlight: Int, ingestQueueMilliseconds: Int, dedupeRetentionDays: Int, fanoutLeaseSeconds: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
+         idleTimeoutSeconds: Int, headerTimeoutSeconds: Int, ingestMaxInFlight: Int, ingestQueueMilliseconds: Int, dedupeRetentionDays: Int, fanoutLeaseSeconds: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
         self.databaseURL = databaseURL
         self.listenHost = listenHost
         self.listenPort = listenPort
@@ -120,6 +124,7 @@ public struct Configuration: Sendable, Equatable {
         self.maxBodyBytes = maxBodyBytes
         self.maxConnections = maxConnections
         self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.headerTimeoutSeconds = headerTimeoutSeconds
         self.ingestMaxInFlight = ingestMaxInFlight
         self.ingestQueueMilliseconds = ingestQueueMilliseconds
         self.dedupeRetentionDays = dedupeRetentionDays

@@ -62,8 +62,20 @@ enum TenancyAPI {
         return try Response.json(created, status: 201)
     }
 
+    /// SPEC §3's list envelope; an app's keys are one page.
     struct KeyList: Encodable {
+        struct Meta: Encodable {
+            let hasMore = false
+            let next: String? = nil
+            enum CodingKeys: String, CodingKey { case hasMore, next }
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.container(keyedBy: CodingKeys.self)
+                try container.encode(hasMore, forKey: .hasMore)
+                try container.encodeNil(forKey: .next)
+            }
+        }
         let data: [TenancyStore.KeyInfo]
+        let meta = Meta()
     }
 
     static func listKeys(_ context: RequestContext) throws -> Response {

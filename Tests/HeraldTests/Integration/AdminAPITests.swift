@@ -78,6 +78,8 @@ struct AdminAPITests {
         #expect(list.status == 200)
         let data = list.json["data"] as? [[String: Any]] ?? []
         #expect(data.count == 4)
+        let meta = list.json["meta"] as? [String: Any]
+        #expect(meta?["hasMore"] as? Bool == false && meta?["next"] is NSNull, "SPEC §3's envelope: \(list.text)")
         let entry = try #require(data.first { $0["id"] as? String == id })
         #expect(entry["role"] as? String == "worker")
         #expect(entry["label"] as? String == "pusher 1")

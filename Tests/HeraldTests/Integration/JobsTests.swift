@@ -210,10 +210,16 @@ struct JobsTests {
     @Test("claim parameters are validated; waitSeconds returns when a job arrives")
     func claimParameters() throws {
         let app = try app(members: ["alice", "bob"])
-        for body in [#"{"max": 0}"#, #"{"max": 1001}"#, #"{"leaseSeconds": 0}"#, #"{"waitSeconds": 31}"#, #"{"max": "ten"}"#] {
+        for body in [#"{"max": 0}"#, #"{"max": 1001}"#, #"{"leaseSeconds": 0}"#, #"{"waitSeconds": 31}"#] {
             let response = try client.post("/v1/jobs/claim", token: app.workerKey, json: body)
             #expect(response.status == 400)
             #expect(response.errorCode == "ERR_INVALID_LIMIT")
+        }
+        // A wrong JSON type is a bad request, not a range (SPEC §3; issue 12 item 12).
+        for body in [#"{"max": "ten"}"#, #"{"waitSeconds": true}"#, #"{"leaseSeconds": 1.5}"#] {
+            let response = try client.post("/v1/jobs/claim", token: app.workerKey, json: body)
+            #expect(response.status == 400)
+            #expect(response.errorCode == "ERR_BAD_REQUEST", "\(body)")
         }
         let started = Date()
         let waiting = Thread.detachNewThreadResult { () -> Int in

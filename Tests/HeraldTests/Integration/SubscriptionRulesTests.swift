@@ -250,6 +250,21 @@ struct SubscriptionRulesTests {
         #expect(try state(app, "dave", "m7")["subscribed"] as? Bool == false)
     }
 
+    @Test("a repeated DELETE changes nothing: the row, its since and its unsubscribe time stay (SPEC §5.2)")
+    func repeatedDelete() throws {
+        let app = try app()
+        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+                          Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
+        let query = "SELECT row(subscribed, since, unsubscribed_at, updated_at)::text FROM subscriptions WHERE app = $1 AND uid = 'alice' AND thread_id = 'm7'"
+        #expect(try unsubscribe(app, "alice", "m7").json["subscribed"] as? Bool == false)
+        let first = try environment.connection().query(query, [app.id])[0].decode(0, as: String.self)
+        let firstState = try state(app, "alice", "m7")
+        usleep(20_000)
+        #expect(try unsubscribe(app, "alice", "m7").status == 200)
+        #expect(try environment.connection().query(query, [app.id])[0].decode(0, as: String.self) == first)
+        #expect(try state(app, "alice", "m7")["since"] as? Int == firstState["since"] as? Int)
+    }
+
     @Test("unknown and deleted messages are 404; a user without access is 403 (404 first)")
     func errors() throws {
         let app = try app()

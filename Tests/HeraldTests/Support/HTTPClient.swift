@@ -59,11 +59,37 @@ struct HTTPClient: Sendable {
         return try parse(readAll(fd))
     }
 
+    /// Writes `bytes` as they are on a new connection and reads until the server closes it or
+    /// `seconds` pass: the responses, and whether the server closed the connection.
+    func raw(_ bytes: [UInt8], seconds: Int) throws -> (responses: [HTTPResult], closed: Bool) {
+        let fd = try connect(timeoutSeconds: seconds)
+        defer { close(fd) }
+        try writeAll(fd, bytes)
+        var data: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var closed = false
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count > 0 { data.append(contentsOf: buffer[0..<count]); continue }
+            closed = count == 0 || errno == ECONNRESET
+            break
+        }
+        var responses: [HTTPResult] = []
+        var rest = data[...]
+        while !rest.isEmpty, let response = try? parse(Array(rest)) {
+            responses.append(response)
+            let headEnd = (rest.startIndex..<max(rest.startIndex, rest.endIndex - 3))
+                .first { Array(rest[$0..<$0 + 4]) == [13, 10, 13, 10] }!
+            rest = rest[(headEnd + 4 + response.body.count)...]
+        }
+        return (responses, closed)
+    }
+
     /// Opens a connection; throws when nothing listens.
-    func connect() throws -> Int32 {
+    func connect(timeoutSeconds: Int = 60) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
-        var timeout = timeval(tv_sec: 60, tv_usec: 0)
+        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
