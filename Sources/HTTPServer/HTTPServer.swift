@@ -337,6 +337,11 @@ private func makeRequest(_ connection: OpaquePointer, url: UnsafePointer<CChar>?
 /// Sends a response with the request id (and `Connection: close` while draining).
 private func queue(_ original: Response, requestID: String, server: HTTPServer, connection: OpaquePointer) -> MHD_Result {
     var response = original
+    // JSON ends with a newline, so that one curl's output does not run into the next prompt.
+    if response.body.last.map({ $0 != UInt8(ascii: "\n") }) ?? false,
+       response.header("Content-Type")?.hasPrefix("application/json") ?? false {
+        response.body.append(UInt8(ascii: "\n"))
+    }
     response.headers.append(("X-Request-Id", requestID))
     if server.draining.load(ordering: .relaxed) {
         response.headers.append(("Connection", "close"))
