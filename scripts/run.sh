@@ -24,7 +24,7 @@ bin="$(swift build -c release --show-bin-path)/herald"
 
 if [ -z "${DATABASE_URL:-}" ]; then
   scripts/pg.sh init "$state/pg"
-  scripts/pg.sh start "$state/pg"
+  scripts/pg.sh start "$state/pg" 9>&-      # the server must not inherit (and keep) the run lock
   trap 'scripts/pg.sh stop "$state/pg"' EXIT
   DATABASE_URL=$(scripts/pg.sh url "$state/pg")
   export DATABASE_URL

@@ -118,10 +118,11 @@ final class ConnectionTable: Sendable {
 
     /// Shuts down every connection past its deadline.
     func closeLate() {
-        let now = monotonicNanoseconds()
         entries.withLock { entries in
+            // The clock is read under the lock: a time stored after it would be later than `now`.
+            let now = monotonicNanoseconds()
             for (key, entry) in entries where !entry.closing {
-                guard let since = entry.waitingSince else { continue }
+                guard let since = entry.waitingSince, now > since else { continue }
                 if now - since > (entry.fresh ? headerTimeout : idleTimeout) { Self.shut(&entries, key) }
             }
         }

@@ -395,6 +395,11 @@ private enum Framing {
 private func framing(_ connection: OpaquePointer, maxBodyBytes: Int) -> Framing {
     let lengths = headerValues(connection, "content-length")
     let encodings = headerValues(connection, "transfer-encoding")
+    // Only one coding is understood, and only once (RFC 9112 §6.1): anything else has no
+    // length a server can rely on.
+    if !encodings.isEmpty && (encodings.count > 1 || encodings[0].lowercased().filter { $0 != " " && $0 != "\t" } != "chunked") {
+        return .refused(.badRequest("Transfer-Encoding must be chunked, once", field: "Transfer-Encoding"))
+    }
     guard !lengths.isEmpty else { return .fine }
     if !encodings.isEmpty {
         return .refused(.badRequest("a request may not have both Content-Length and Transfer-Encoding", field: "Content-Length"))

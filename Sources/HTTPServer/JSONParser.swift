@@ -330,3 +330,25 @@ extension JSONValue {
         }
     }
 }
+
+extension JSONValue {
+    /// Whether an integer beyond 64 bits is somewhere in the value.
+    public var hasBigInteger: Bool {
+        switch self {
+        case .bigInteger: return true
+        case .array(let values): return values.contains { $0.hasBigInteger }
+        case .object(let object): return object.values.contains { $0.hasBigInteger }
+        default: return false
+        }
+    }
+
+    /// The value with every integer beyond 64 bits as a string of its digits.
+    public var bigIntegersAsStrings: JSONValue {
+        switch self {
+        case .bigInteger(let digits): return .string(digits)
+        case .array(let values): return .array(values.map(\.bigIntegersAsStrings))
+        case .object(let object): return .object(object.mapValues(\.bigIntegersAsStrings))
+        default: return self
+        }
+    }
+}

@@ -6,13 +6,17 @@ extension Request {
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
         // The same reader and rules as every other route first (duplicate keys, invalid UTF-8,
         // nesting), then the typed decoding.
+        let document: JSONValue
         do {
-            _ = try JSONParser.parse(body)
+            document = try JSONParser.parse(body)
         } catch {
             throw HTTPError.invalidJSON(error)
         }
+        // Foundation's decoder reads an integer beyond 64 bits as a Double, losing digits: such
+        // integers reach it as their decimal strings (an id field takes either; SPEC §1).
+        let bytes = document.hasBigInteger ? Array(document.bigIntegersAsStrings.jsonText.utf8) : body
         do {
-            return try JSONDecoder().decode(T.self, from: Data(body))
+            return try JSONDecoder().decode(T.self, from: Data(bytes))
         } catch let error as DecodingError {
             throw HTTPError.fromDecoding(error)
         } catch let error as HTTPError {

@@ -324,9 +324,13 @@ BEGIN
                     -- not a sender of a new reply of the thread: counted with the other subscribers
                     WHEN NOT EXISTS (SELECT 1 FROM messages r WHERE r.app = p_app AND r.id = ANY (p_new_replies)
                                                                AND r.parent_id = k.thread_id AND r.sender = k.uid) THEN 'mentioned'
-                    -- the sender of the thread's newest reply, read past any mark
+                    -- the sender of the thread's newest reply, read past any mark and past their own
+                    -- replies (a deleted later one still is their read position, as in the refresh)
                     WHEN t.last_reply_sender = k.uid AND t.last_reply_id = ANY (p_new_replies)
                          AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id COLLATE "C") < (t.last_reply_at, t.last_reply_id COLLATE "C"))
+                         AND NOT EXISTS (SELECT 1 FROM messages r
+                                          WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.sender = k.uid AND r.created_seen
+                                            AND (r.sent_at, r.id COLLATE "C") > (t.last_reply_at, t.last_reply_id COLLATE "C"))
                          THEN 'sender'
                     ELSE 'full' END AS path
           FROM k

@@ -282,6 +282,7 @@ extension JSONValue {
         switch self {
         case .string(let text): return text
         case .int(let number): return String(number)
+        case .bigInteger(let digits): return digits
         default: return nil
         }
     }

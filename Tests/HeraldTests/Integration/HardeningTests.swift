@@ -79,6 +79,15 @@ struct HardeningTests {
         #expect(second.responses.map(\.status) == [400])
         #expect(second.closed)
 
+        // A coding other than chunked, or chunked twice, has no length to rely on.
+        for coding in ["gzip", "chunked\r\nTransfer-Encoding: chunked"] {
+            let odd = "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.ingestKey)\r\n"
+                + "Content-Type: application/json\r\nTransfer-Encoding: \(coding)\r\n\r\n2\r\n[]\r\n0\r\n\r\n"
+            let result = try client.raw(Array(odd.utf8), seconds: 5)
+            #expect(result.responses.map(\.status) == [400], "\(coding)")
+            #expect(result.responses.first?.errorParams["field"] as? String == "Transfer-Encoding")
+        }
+
         // The same value twice is one length, as RFC 9112 allows.
         let same = "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.ingestKey)\r\n"
             + "Content-Type: application/json\r\nContent-Length: 2\r\nContent-Length: 2\r\nConnection: close\r\n\r\n[]"
@@ -134,6 +143,12 @@ struct HardeningTests {
         #expect(rows.count == 1)
         #expect(try rows.first?.decode(0, as: String.self) == "18446744073709551615")
         #expect(try rows.first?.decode(1, as: String.self) == "184467440737095516160")
+        // The same on the routes that take ids in a body.
+        let members = try client.send("PUT", "/v1/groups/g1/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                      body: Array(#"{"members": [18446744073709551615]}"#.utf8))
+        #expect(members.status == 200, "\(members.text)")
+        let stored = try environment.connection().query("SELECT uid FROM group_members WHERE app = $1 AND joined_at > coalesce(removed_at, -1)", [app.id])
+        #expect(try stored.map { try $0.decode(0, as: String.self) } == ["18446744073709551615"])
     }
 
     @Test("a path id that is not valid UTF-8 once decoded is a 400 naming the parameter, not U+FFFD")

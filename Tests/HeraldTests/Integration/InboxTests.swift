@@ -267,6 +267,14 @@ struct InboxTests {
             }
         }
         if !pending.isEmpty { _ = try app.post(pending, client: client) }
+        // A sender's deleted later reply is still their read position: their late reply is not.
+        at += 1000
+        _ = try app.post([Events.message("p3", id: "t3", sender: "alice", at: at)], client: client)
+        _ = try app.post([Events.message("d1", id: "d1", sender: "bob", parent: "t3", at: at + 20, mentions: ["erin"])], client: client)
+        _ = try app.post([Events.message("d2", id: "d2", sender: "erin", parent: "t3", at: at + 100)], client: client)
+        _ = try app.post([Events.delete("d3", id: "d2", parent: "t3", at: at + 110)], client: client)
+        _ = try app.post([Events.message("d4", id: "d4", sender: "erin", parent: "t3", at: at + 50)], client: client)
+        _ = try app.post([Events.message("d5", id: "d5", sender: "bob", parent: "t3", at: at + 70)], client: client)
         let incremental = try snapshot(app)
         #expect(incremental.count >= 10)
         let unread = try environment.connection().query(
