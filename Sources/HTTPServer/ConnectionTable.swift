@@ -79,35 +79,29 @@ final class ConnectionTable: Sendable {
 
     /// The request head is complete: the body is read next, within `idleTimeout`.
     func busy(_ connection: OpaquePointer) {
-        let now = monotonicNanoseconds()
-        entries.withLock { entries in
-            let key = Self.key(connection)
-            guard entries[key] != nil else { return }
-            entries[key]!.waitingSince = now
-            entries[key]!.fresh = false
-            entries[key]!.reading = true
-        }
+        set(connection, waiting: true, reading: true)
     }
 
     /// The whole request is read: it is being answered.
     func answering(_ connection: OpaquePointer) {
-        entries.withLock { entries in
-            let key = Self.key(connection)
-            guard entries[key] != nil else { return }
-            entries[key]!.waitingSince = nil
-            entries[key]!.reading = false
-        }
+        set(connection, waiting: false, reading: false)
     }
 
     /// The request was answered: the connection waits for its next request head.
     func idle(_ connection: OpaquePointer) {
+        set(connection, waiting: true, reading: false)
+    }
+
+    /// A known connection's state after its first request head: waiting (for a body or the next
+    /// head) since now, or not waiting while it is answered.
+    private func set(_ connection: OpaquePointer, waiting: Bool, reading: Bool) {
         let now = monotonicNanoseconds()
         entries.withLock { entries in
             let key = Self.key(connection)
             guard entries[key] != nil else { return }
-            entries[key]!.waitingSince = now
+            entries[key]!.waitingSince = waiting ? now : nil
             entries[key]!.fresh = false
-            entries[key]!.reading = false
+            entries[key]!.reading = reading
         }
     }
 

@@ -393,8 +393,8 @@ private enum Framing {
 /// smuggling) or a Content-Length that is not a number are refused; one above the body limit is
 /// answered 413 at once instead of reading, or waiting for, a body that will be refused.
 private func framing(_ connection: OpaquePointer, maxBodyBytes: Int) -> Framing {
-    let lengths = headerValues(connection, "content-length")
-    let encodings = headerValues(connection, "transfer-encoding")
+    let framingHeaders = headerValues(connection, ["content-length", "transfer-encoding"])
+    let lengths = framingHeaders["content-length"] ?? [], encodings = framingHeaders["transfer-encoding"] ?? []
     // Only one coding is understood, and only once (RFC 9112 §6.1): anything else has no
     // length a server can rely on.
     if !encodings.isEmpty && (encodings.count > 1 || encodings[0].lowercased().filter { $0 != " " && $0 != "\t" } != "chunked") {
@@ -423,14 +423,15 @@ private func framing(_ connection: OpaquePointer, maxBodyBytes: Int) -> Framing 
     return .fine
 }
 
-/// Every value of the header `name` (lowercase), in order, duplicates included.
-private func headerValues(_ connection: OpaquePointer, _ name: String) -> [String] {
-    final class Found { var values: [String] = []; let name: String; init(_ name: String) { self.name = name } }
-    let found = Found(name)
+/// Every value of the headers `names` (lowercase), in order, duplicates included, in one pass.
+private func headerValues(_ connection: OpaquePointer, _ names: Set<String>) -> [String: [String]] {
+    final class Found { var values: [String: [String]] = [:]; let names: Set<String>; init(_ names: Set<String>) { self.names = names } }
+    let found = Found(names)
     MHD_get_connection_values(connection, .HEADER_KIND, { cls, _, key, value in
         guard let cls, let key else { return .YES }
         let found = Unmanaged<Found>.fromOpaque(cls).takeUnretainedValue()
-        if String(cString: key).lowercased() == found.name { found.values.append(value.map { String(cString: $0) } ?? "") }
+        let name = String(cString: key).lowercased()
+        if found.names.contains(name) { found.values[name, default: []].append(value.map { String(cString: $0) } ?? "") }
         return .YES
     }, Unmanaged.passUnretained(found).toOpaque())
     return found.values

@@ -80,44 +80,36 @@ struct JobPayload {
     /// The job's JSON object; `withLastError` adds `lastError` (the dead-job list).
     func json(withLastError: Bool = false) -> String {
         let (title, body) = notification
-        var out = "{\"id\":\"j\(id)\",\"attempt\":\(attempt),\"app\":"
+        var out = "{\"id\":\"j\(id)\",\"attempt\":\(attempt)"
         out.reserveCapacity(512 + text.utf8.count)
-        JSONValue.writeString(app, to: &out)
-        out += ",\"recipient\":"
-        JSONValue.writeString(recipient, to: &out)
+        /// `,"name":"value"` (or `null`), escaped.
+        func field(_ name: String, _ value: String?) {
+            out += ",\"" + name + "\":"
+            if let value { JSONValue.writeString(value, to: &out) } else { out += "null" }
+        }
+        field("app", app)
+        field("recipient", recipient)
         out += ",\"createdAt\":\(createdAt),\"event\":{\"source\":"
         JSONValue.writeString(eventSource, to: &out)
-        out += ",\"id\":"
-        JSONValue.writeString(eventID, to: &out)
-        out += ",\"type\":"
-        JSONValue.writeString(eventType, to: &out)
-        out += "},\"kind\":\"" + (parentID == nil ? "message" : "reply") + "\",\"reason\":"
-        JSONValue.writeString(reason, to: &out)
+        field("id", eventID)
+        field("type", eventType)
+        out += "}"
+        field("kind", parentID == nil ? "message" : "reply")
+        field("reason", reason)
         out += ",\"notification\":{\"title\":"
         JSONValue.writeString(title, to: &out)
-        out += ",\"body\":"
-        JSONValue.writeString(body, to: &out)
-        out += ",\"tag\":"
-        JSONValue.writeString(messageID, to: &out)
-        out += ",\"collapseId\":"
-        JSONValue.writeString(messageID, to: &out)
+        field("body", body)
+        field("tag", messageID)
+        field("collapseId", messageID)
         out += ",\"badge\":\(badge)},\"data\":{\"messageId\":"
         JSONValue.writeString(messageID, to: &out)
-        out += ",\"parentMessageId\":"
-        if let parentID { JSONValue.writeString(parentID, to: &out) } else { out += "null" }
-        out += ",\"conversationId\":"
-        JSONValue.writeString(conversationID, to: &out)
-        out += ",\"receiverType\":"
-        JSONValue.writeString(receiverType, to: &out)
-        out += ",\"receiver\":"
-        JSONValue.writeString(groupID ?? sender, to: &out)
-        out += ",\"sender\":"
-        JSONValue.writeString(sender, to: &out)
+        field("parentMessageId", parentID)
+        field("conversationId", conversationID)
+        field("receiverType", receiverType)
+        field("receiver", groupID ?? sender)
+        field("sender", sender)
         out += ",\"sentAt\":\(sentAt)}"
-        if withLastError {
-            out += ",\"lastError\":"
-            if let lastError { JSONValue.writeString(lastError, to: &out) } else { out += "null" }
-        }
+        if withLastError { field("lastError", lastError) }
         out += "}"
         return out
     }
