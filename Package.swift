@@ -22,7 +22,9 @@ let package = Package(
 
         // One Swift module per wrapped library; all unsafe code lives in these.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Locking"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Locking"], swiftSettings: strict),
+        // libmicrohttpd's own error answers in SPEC §3's JSON instead of its HTML pages.
+        .target(name: "CMicroHTTPDErrors", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrors", "Locking"], swiftSettings: strict),
         .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The domain, organised by capability.

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import CMicroHTTPDErrors
 import Glibc
 import Synchronization
 
@@ -73,12 +74,38 @@ public final class HTTPServer: @unchecked Sendable {
     /// Requests read but not yet completed.
     public var inFlight: Int { inFlightCount.load(ordering: .relaxed) }
 
+    /// The answers libmicrohttpd gives by itself, before a request reaches Herald (a request head
+    /// beyond its 32 KB per-connection memory, malformed chunking, an HTTP version it does not
+    /// speak), in SPEC §3's JSON instead of the library's HTML (see `CMicroHTTPDErrors`).
+    static func libraryErrors(maxBodyBytes: Int) -> [(status: UInt32, error: HTTPError)] {
+        [
+            (400, .badRequest("the request is malformed (request line, header syntax, Content-Length or chunked framing)")),
+            (413, .payloadTooLarge(limit: maxBodyBytes)),
+            (414, HTTPError(status: 414, code: "ERR_URI_TOO_LONG", message: "the request URI is too long")),
+            (431, HTTPError(status: 431, code: "ERR_HEADERS_TOO_LARGE", message: "the request headers are too large")),
+            (505, .badRequest("only HTTP/1.0 and HTTP/1.1 are served")),
+            (0, .badRequest("the request was refused")),
+            (1, .internalError),
+        ]
+    }
+
+    private static func registerLibraryErrorBodies(maxBodyBytes: Int) {
+        for (status, error) in libraryErrors(maxBodyBytes: maxBodyBytes) {
+            var body = error.response.body
+            body.append(UInt8(ascii: "\n"))
+            body.withUnsafeBufferPointer { bytes in
+                bytes.withMemoryRebound(to: CChar.self) { herald_set_error_body(status, $0.baseAddress, $0.count) }
+            }
+        }
+    }
+
     /// Binds the socket and starts the thread pool.
     public func start() throws {
         precondition(daemon == nil, "server already started")
         let socket = try Self.bindListeningSocket(host: configuration.host, port: configuration.port)
         listenSocket = socket.fd
         port = socket.port
+        Self.registerLibraryErrorBodies(maxBodyBytes: configuration.maxBodyBytes)
 
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),
@@ -355,7 +382,7 @@ private func queue(_ original: Response, requestID: String, server: HTTPServer, 
     for header in response.headers {
         MHD_add_response_header(mhdResponse, header.name, header.value)
     }
-    let queued = MHD_queue_response(connection, UInt32(response.status), mhdResponse)
+    let queued = herald_queue_response(connection, UInt32(response.status), mhdResponse)
     MHD_destroy_response(mhdResponse)
     return queued
 }

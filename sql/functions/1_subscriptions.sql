@@ -135,3 +135,61 @@ BEGIN
           (EXCLUDED.subscribed, EXCLUDED.source, EXCLUDED.reason, EXCLUDED.since);
 END
 $$;
+
+-- Threads do not nest (SPEC §1). A reply whose parent was not yet known to be a reply was filed
+-- under the parent's id; when that parent arrives (a reply itself, in p_to's thread), everything
+-- filed under it moves to the root: its replies (with the root's author as their parent's), their
+-- mentions, and the subscription rows, merged with a row the user has in the root (the later
+-- explicit unsubscribe and subscribe, the later read mark). The thread row of p_from goes.
+-- Returns the users whose row in the root is recomputed (every row of the root: the moved replies
+-- change its counts) and the time of the earliest moved reply, from which they are routed again.
+CREATE OR REPLACE FUNCTION herald_rehome(p_app text, p_from text[], p_to text[], p_root_senders text[])
+    RETURNS TABLE (r_uid text, r_thread text, r_at bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    i integer;
+    first_at bigint;
+    moved_users text[];
+    r record;
+BEGIN
+    FOR i IN 1 .. coalesce(cardinality(p_from), 0) LOOP
+        CONTINUE WHEN p_from[i] IS NULL OR p_to[i] IS NULL OR p_from[i] = p_to[i];
+        WITH moved AS (
+            UPDATE messages m SET parent_id = p_to[i], parent_sender = p_root_senders[i]
+             WHERE m.app = p_app AND m.parent_id = p_from[i]
+            RETURNING m.sent_at, m.sender
+        )
+        SELECT min(sent_at) FILTER (WHERE sender IS NOT NULL), coalesce(array_agg(sender) FILTER (WHERE sender IS NOT NULL), '{}')
+          INTO first_at, moved_users FROM moved;
+        WITH moved AS (
+            UPDATE mentions mn SET thread_id = p_to[i]
+             WHERE mn.app = p_app AND mn.thread_id = p_from[i]
+            RETURNING mn.uid
+        )
+        SELECT moved_users || coalesce(array_agg(uid), '{}') INTO moved_users FROM moved;
+        FOR r IN DELETE FROM subscriptions s WHERE s.app = p_app AND s.thread_id = p_from[i] RETURNING s.* LOOP
+            INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at,
+                                            manual_at, updated_at, conversation_id, read_at, read_id, mark_at, mark_id)
+            VALUES (p_app, r.uid, p_to[i], r.subscribed, r.source, r.reason, r.since, r.unsubscribed_at,
+                    r.manual_at, herald_now_ms(), r.conversation_id, r.read_at, r.read_id, r.mark_at, r.mark_id)
+            ON CONFLICT (app, uid, thread_id) DO UPDATE SET
+                unsubscribed_at = greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
+                -- an explicit subscribe counts only after the latest unsubscribe
+                manual_at = CASE WHEN greatest(s.manual_at, EXCLUDED.manual_at)
+                                      > coalesce(greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at), -9223372036854775808)
+                                 THEN greatest(s.manual_at, EXCLUDED.manual_at) END,
+                mark_at = CASE WHEN s.mark_at IS NULL OR (EXCLUDED.mark_at, EXCLUDED.mark_id) > (s.mark_at, s.mark_id)
+                               THEN coalesce(EXCLUDED.mark_at, s.mark_at) ELSE s.mark_at END,
+                mark_id = CASE WHEN s.mark_at IS NULL OR (EXCLUDED.mark_at, EXCLUDED.mark_id) > (s.mark_at, s.mark_id)
+                               THEN coalesce(EXCLUDED.mark_id, s.mark_id) ELSE s.mark_id END,
+                conversation_id = coalesce(s.conversation_id, EXCLUDED.conversation_id),
+                updated_at = EXCLUDED.updated_at;
+        END LOOP;
+        DELETE FROM threads t WHERE t.app = p_app AND t.parent_id = p_from[i];
+        DELETE FROM stale_threads st WHERE st.app = p_app AND st.thread_id = p_from[i];
+        RETURN QUERY
+            SELECT DISTINCT x.uid, p_to[i], first_at
+              FROM (SELECT s.uid FROM subscriptions s WHERE s.app = p_app AND s.thread_id = p_to[i]
+                    UNION SELECT unnest(moved_users)) x;
+    END LOOP;
+END
+$$;

@@ -148,8 +148,7 @@ enum InboxAPI {
         let store = SubscriptionStore()
         let row = try context.services.database.withConnection { connection in
             try connection.withTransaction { connection -> String in
-                let (thread, locks) = try store.resolve(app: app, messageID: messageID, on: connection)
-                try locks.lock(app: app, on: connection)
+                let thread = try store.resolveLocked(app: app, messageID: messageID, on: connection)
                 guard try store.hasAccess(app: app, uid: owner, thread: thread, on: connection) else {
                     throw SubscriptionStore.noAccess
                 }

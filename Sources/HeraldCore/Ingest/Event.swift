@@ -33,8 +33,9 @@ public enum DomainEvent: Sendable {
         public let id: String
         public let sender: String
         public let conversation: Conversation
-        public let parentID: String?
-        public let parentSender: String?
+        /// The thread's root: a parent that is itself a reply is resolved to its root at ingest.
+        public var parentID: String?
+        public var parentSender: String?
         public let sentAt: Int64
         public let category: String
         public let type: String?
@@ -51,7 +52,7 @@ public enum DomainEvent: Sendable {
         public let id: String
         public let sender: String
         public let conversation: Conversation
-        public let parentID: String?
+        public var parentID: String?
         public let editedAt: Int64
         public let text: String?
         /// nil when the edit did not say (the mentions stay as they were).
@@ -64,7 +65,7 @@ public enum DomainEvent: Sendable {
         public let id: String
         /// nil for a one-on-one message: the other party is not in the event.
         public let conversation: Conversation?
-        public let parentID: String?
+        public var parentID: String?
         public let deletedAt: Int64
         public var threadID: String { parentID ?? id }
     }
@@ -82,7 +83,37 @@ public struct IncomingEvent: Sendable {
     public let source: String
     public let id: String
     public let type: String
-    public let event: DomainEvent
+    public var event: DomainEvent
+
+    /// The message this event is about and the parent it names (nil: a root, or not said).
+    var message: (id: String, parentID: String?)? {
+        switch event {
+        case .messageCreated(let m): (m.id, m.parentID)
+        case .messageEdited(let m): (m.id, m.parentID)
+        case .messageDeleted(let m): (m.id, m.parentID)
+        default: nil
+        }
+    }
+
+    /// The same event filed under `parent` (a thread's root), with the root's author when known.
+    func inThread(_ parent: String, rootSender: String?) -> IncomingEvent {
+        var copy = self
+        switch event {
+        case .messageCreated(var m):
+            m.parentID = parent
+            m.parentSender = rootSender
+            copy.event = .messageCreated(m)
+        case .messageEdited(var m):
+            m.parentID = parent
+            copy.event = .messageEdited(m)
+        case .messageDeleted(var m):
+            m.parentID = parent
+            copy.event = .messageDeleted(m)
+        default:
+            break
+        }
+        return copy
+    }
 }
 
 /// Why one event of a request was rejected (SPEC §4): reported in `results` and recorded.

@@ -6,6 +6,8 @@ import Postgres
 struct FactWriter {
     let app: String
     let events: [IncomingEvent]
+    /// Replies of this batch under whose ids earlier facts were filed (see `IngestStore.resolveThreads`).
+    let rehome: [Rehoming]
 
     // message.created, one per message id (the first wins, as a redelivery under a new event id would)
     private var created: [DomainEvent.MessageCreated] = []
@@ -17,9 +19,10 @@ struct FactWriter {
     private var memberships: [DomainEvent.MembershipChange] = []
     private var groupDeletions: [String: Int64] = [:]
 
-    init(app: String, events: [IncomingEvent]) {
+    init(app: String, events: [IncomingEvent], rehome: [Rehoming] = []) {
         self.app = app
         self.events = events
+        self.rehome = rehome
         // Keys compare as bytes, as PostgreSQL does.
         var seenCreated: Set<[UInt8]> = []
         for event in events {
@@ -137,6 +140,20 @@ struct FactWriter {
                  WHERE m.app = $1 AND m.id = v.message_id AND m.text IS DISTINCT FROM v.text
                 """, [app, Array(textMessages)])
         }
+        // Facts filed under a reply's id before it was known to be a reply move to its root: its
+        // subscribers are recomputed there and routed again from the earliest moved reply.
+        var rehomeTriggers: [(uid: String, thread: String, at: Int64)] = []
+        if !rehome.isEmpty {
+            for row in try connection.query("SELECT r_uid, r_thread, r_at FROM herald_rehome($1, $2, $3, $4)",
+                                            [app, rehome.map(\.from), rehome.map(\.to), rehome.map(\.rootSender)]) {
+                let uid = try row.decode(0, as: String.self), thread = try row.decode(1, as: String.self)
+                keyUsers.append(uid)
+                keyThreads.append(thread)
+                keyAt.append(nil)
+                if let at = try row.decode(2, as: Int64?.self) { rehomeTriggers.append((uid, thread, at)) }
+            }
+            for move in rehome { touchedThreads.insert(move.to) }
+        }
         if !memberships.isEmpty {
             try connection.query("""
                 INSERT INTO member_events (app, group_id, uid, at, joined)
@@ -199,6 +216,7 @@ struct FactWriter {
         for m in deletions.values { recount.insert(m.threadID) }
         for m in edits { recount.insert(m.threadID) }
         for m in created where m.parentID == nil { recount.insert(m.id) }
+        for move in rehome { recount.insert(move.to) }
         try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", [
             app, keyUsers, keyThreads, keyAt, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
             evidenceGroups, evidenceUsers, newReplies, deletedReplies, Array(recount),
@@ -228,7 +246,7 @@ struct FactWriter {
         }, on: connection)
         // Triggers of this batch that subscribe their users from a time before messages that were
         // routed already: those messages are routed again for them (SPEC §4).
-        var triggers: [(uid: String, thread: String, at: Int64)] = []
+        var triggers = rehomeTriggers
         for m in fresh {
             triggers.append((m.sender, m.threadID, m.sentAt))
             for uid in m.mentions { triggers.append((uid, m.threadID, m.sentAt)) }

@@ -56,20 +56,18 @@ public struct IngestStore: Sendable {
                 try connection.withTransaction { connection in
                     if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
                     guard !original.isEmpty else { return }
-                    var working = try resolveThreads(original, app: app, on: connection)
-                    var held = lockSet(working.map(\.event))
+                    // Edits and deletions without parentId take their thread from what is stored, so
+                    // that the first locks are usually the right ones.
+                    var held = lockSet(try resolveThreads(original, app: app, parents: false, on: connection).events.map(\.event))
                     held.formUnion(extra)
                     try held.lock(app: app, on: connection, genericPlans: true)
-                    // Edits and deletions without parentId: resolve again under the locks (a reply may have
-                    // arrived meanwhile) and lock a thread learned only now.
-                    if original.contains(where: { $0.event.needsThreadResolution }) {
-                        working = try resolveThreads(original, app: app, on: connection)
-                        let learned = held.missing(from: lockSet(working.map(\.event)))
-                        if !learned.isEmpty {
-                            try learned.lock(app: app, on: connection)
-                            held.formUnion(learned)
-                        }
-                    }
+                    // Under the locks: every message filed under its thread's root (a parent that is a
+                    // reply, a reply stored meanwhile); a thread learned only now is locked from the
+                    // start of another try, so that all locks are still taken in one order.
+                    let resolved = try resolveThreads(original, app: app, parents: true, on: connection)
+                    let working = resolved.events
+                    let learned = held.missing(from: lockSet(working.map(\.event)))
+                    if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
                     let fresh = try connection.query("""
                         INSERT INTO events (app, source, id, type)
                         SELECT $1, s, i, t FROM unnest($2::text[], $3::text[], $4::text[]) AS x(s, i, t)
@@ -89,7 +87,9 @@ public struct IngestStore: Sendable {
                         if new { accepted.append(event) }
                     }
                     if !accepted.isEmpty {
-                        jobsProduced = try FactWriter(app: app, events: accepted).write(holding: held, jobsMayExist: jobsMayExist,
+                        let acceptedIDs = Set(accepted.compactMap { $0.message.map { Array($0.id.utf8) } })
+                        jobsProduced = try FactWriter(app: app, events: accepted,
+                                                      rehome: resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }).write(holding: held, jobsMayExist: jobsMayExist,
                                                                                          on: connection)
                     }
                 }
@@ -98,7 +98,7 @@ public struct IngestStore: Sendable {
                 // Evidence can appear between tries (other batches' mentions commit): the next try
                 // holds every group of the batch exclusively, so it cannot miss one.
                 extra.formUnion(needed.locks)
-                for (_, event) in original {
+                for (_, event) in original where needed.groups {
                     if case .messageCreated(let m) = event.event, let group = m.conversation.groupID { extra.group(group) }
                 }
             } catch let error as PostgresError where error.sqlState == "23505" && !jobsMayExist && attempt < 2 {
@@ -109,40 +109,78 @@ public struct IngestStore: Sendable {
         return (outcomes.map { $0! }, jobsProduced)
     }
 
-    /// Edits and deletions may leave out `parentId`: a reply's thread is then taken from what is
-    /// already stored (a message's parent never changes), so they act on the right thread.
-    func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String,
-                        on connection: PostgresConnection) throws -> [(index: Int, event: IncomingEvent)] {
-        var unknown: [String] = []
-        for (_, event) in candidates where event.needsThreadResolution {
-            switch event.event {
-            case .messageEdited(let m): unknown.append(m.id)
-            case .messageDeleted(let m): unknown.append(m.id)
-            default: break
+    /// Files each message event under its thread's root (SPEC §1: threads do not nest).
+    /// - An edit or deletion without `parentId` takes the parent stored for its message (a
+    ///   message's thread never changes once known).
+    /// - With `parents`, a parent that is itself a reply (stored, or created in this batch) is
+    ///   replaced by that reply's root, with the root's author; and a reply of this batch under
+    ///   whose id earlier messages or subscriptions were filed (they came before it, when it was
+    ///   not known to be a reply) is returned in `rehome`, so that the writer moves them to its root.
+    func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String, parents: Bool,
+                        on connection: PostgresConnection) throws -> (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming]) {
+        var lookup: [String] = []
+        var hosts: [String] = []
+        // the replies created in this batch: id → (parent, parent's author)
+        var batch: [[UInt8]: (parent: String, sender: String?)] = [:]
+        for (_, event) in candidates {
+            guard let message = event.message else { continue }
+            if let parent = message.parentID {
+                guard parents else { continue }
+                lookup.append(parent)
+                if case .messageCreated(let m) = event.event {
+                    hosts.append(m.id)
+                    if batch[Array(m.id.utf8)] == nil { batch[Array(m.id.utf8)] = (parent, m.parentSender) }
+                }
+            } else if event.needsThreadResolution {
+                lookup.append(message.id)
             }
         }
-        guard !unknown.isEmpty else { return candidates }
-        var parents: [[UInt8]: String] = [:]
-        for row in try connection.query(
-            "SELECT id, parent_id FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL", [app, unknown]) {
-            parents[Array(try row.decode(0, as: String.self).utf8)] = try row.decode(1, as: String.self)
-        }
-        return candidates.map { candidate in
-            let event = candidate.event
-            switch event.event {
-            case .messageEdited(let m) where m.parentID == nil:
-                guard let parent = parents[Array(m.id.utf8)] else { return candidate }
-                return (candidate.index, IncomingEvent(source: event.source, id: event.id, type: event.type, event: .messageEdited(.init(
-                    id: m.id, sender: m.sender, conversation: m.conversation, parentID: parent, editedAt: m.editedAt,
-                    text: m.text, mentions: m.mentions, mentionsAll: m.mentionsAll))))
-            case .messageDeleted(let m) where m.parentID == nil:
-                guard let parent = parents[Array(m.id.utf8)] else { return candidate }
-                return (candidate.index, IncomingEvent(source: event.source, id: event.id, type: event.type, event: .messageDeleted(.init(
-                    id: m.id, conversation: m.conversation, parentID: parent, deletedAt: m.deletedAt))))
-            default:
-                return candidate
+        guard !lookup.isEmpty || !hosts.isEmpty else { return (candidates, []) }
+        var stored: [[UInt8]: (parent: String, sender: String?)] = [:]
+        var hosting: Set<[UInt8]> = []
+        for row in try connection.query("""
+            SELECT id, parent_id, parent_sender FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL
+            UNION ALL
+            SELECT x.id, NULL, NULL FROM unnest($3::text[]) AS x(id)
+             WHERE EXISTS (SELECT 1 FROM messages m WHERE m.app = $1 AND m.parent_id = x.id)
+                OR EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = $1 AND s.thread_id = x.id)
+            """, [app, lookup, hosts]) {
+            let id = Array(try row.decode(0, as: String.self).utf8)
+            if let parent = try row.decode(1, as: String?.self) {
+                stored[id] = (parent, try row.decode(2, as: String?.self))
+            } else {
+                hosting.insert(id)
             }
         }
+        // Follows parents to the root (a stored reply's parent is a root already; replies of this
+        // batch may chain). Bounded, so a cycle in hostile input ends.
+        func root(of parent: String) -> (id: String, sender: String?)? {
+            var current = parent
+            var sender: String?
+            var moved = false
+            for _ in 0..<16 {
+                guard let next = stored[Array(current.utf8)] ?? batch[Array(current.utf8)], next.parent != current else { break }
+                (current, sender, moved) = (next.parent, next.sender, true)
+            }
+            return moved ? (current, sender) : nil
+        }
+        let events = candidates.map { candidate -> (index: Int, event: IncomingEvent) in
+            guard let message = candidate.event.message else { return candidate }
+            if let parent = message.parentID {
+                guard let resolved = root(of: parent), resolved.id != message.id else { return candidate }
+                return (candidate.index, candidate.event.inThread(resolved.id, rootSender: resolved.sender))
+            }
+            guard candidate.event.needsThreadResolution, let known = stored[Array(message.id.utf8)] else { return candidate }
+            return (candidate.index, candidate.event.inThread(known.parent, rootSender: nil))
+        }
+        var rehome: [Rehoming] = []
+        var seen: Set<[UInt8]> = []
+        for (_, event) in events {
+            guard case .messageCreated(let m) = event.event, let parent = m.parentID,
+                  hosting.contains(Array(m.id.utf8)), seen.insert(Array(m.id.utf8)).inserted else { continue }
+            rehome.append(Rehoming(from: m.id, to: parent, rootSender: m.parentSender))
+        }
+        return (events, rehome)
     }
 
     /// The locks a batch needs (see `LockSet`): each message's thread, each membership change's group.
@@ -150,7 +188,11 @@ public struct IngestStore: Sendable {
         var locks = LockSet()
         for event in events {
             switch event.event {
-            case .messageCreated(let m): locks.thread(m.threadID, group: m.conversation.groupID)
+            case .messageCreated(let m):
+                locks.thread(m.threadID, group: m.conversation.groupID)
+                // a reply's own id too: replies that named it as parent before it was known to be
+                // a reply were filed under it, and move to its root with it (FactWriter.rehome)
+                if m.parentID != nil { locks.thread(m.id, group: m.conversation.groupID) }
             case .messageEdited(let m): locks.thread(m.threadID, group: m.conversation.groupID)
             case .messageDeleted(let m): locks.thread(m.threadID, group: m.conversation?.groupID)
             case .membership(let change): locks.group(change.guid)

@@ -68,4 +68,15 @@ struct LockSet: Sendable, Equatable {
 /// transaction is rolled back and run again with it.
 struct NeedsLocks: Error {
     let locks: LockSet
+    /// Membership evidence: the next try holds every group of the batch exclusively. A thread
+    /// learned late (a parent found to be a reply) needs only its own locks.
+    var groups = true
+}
+
+/// Messages and subscriptions filed under `from`, a reply that was not yet known to be one, that
+/// belong to the thread `to` (its root, whose author is `rootSender` when known).
+struct Rehoming: Sendable {
+    let from: String
+    let to: String
+    let rootSender: String?
 }

@@ -47,6 +47,21 @@ struct SubscriptionStore: Sendable {
         return (thread, locks)
     }
 
+    /// The message's thread, locked, re-checked under the lock: a deletion may have landed
+    /// meanwhile, or the thread moved to its root (a parent found to be a reply, see
+    /// `herald_rehome`), whose lock is then taken too.
+    func resolveLocked(app: String, messageID: String, on connection: PostgresConnection) throws -> String {
+        var (thread, locks) = try resolve(app: app, messageID: messageID, on: connection)
+        try locks.lock(app: app, on: connection)
+        for _ in 0..<3 {
+            let again = try resolve(app: app, messageID: messageID, on: connection)
+            if again.thread == thread { return thread }
+            (thread, locks) = again
+            try locks.lock(app: app, on: connection)
+        }
+        return thread
+    }
+
     /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
     func hasAccess(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("""
@@ -81,10 +96,7 @@ struct SubscriptionStore: Sendable {
     /// subscription from every fact (so later triggers are judged against it).
     func change(_ change: Change, app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
         try connection.withTransaction { connection in
-            let (thread, locks) = try resolve(app: app, messageID: messageID, on: connection)
-            try locks.lock(app: app, on: connection)
-            // Re-check under the lock: a deletion may have landed meanwhile.
-            _ = try resolve(app: app, messageID: messageID, on: connection)
+            let thread = try resolveLocked(app: app, messageID: messageID, on: connection)
             guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
             switch change {
             case .subscribe:

@@ -111,6 +111,30 @@ struct HardeningTests {
         #expect(refused.closed)
     }
 
+    @Test("what libmicrohttpd refuses itself is answered in SPEC §3's JSON, not its HTML pages")
+    func libraryErrorsInJSON() throws {
+        let big = String(repeating: "a", count: 100_000)
+        let cases: [(name: String, request: String, status: Int, code: String)] = [
+            ("a header block beyond the memory limit", "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: \(big)\r\n\r\n",
+             431, "ERR_HEADERS_TOO_LARGE"),
+            ("a URI beyond the memory limit", "GET /\(big) HTTP/1.1\r\nHost: x\r\n\r\n", 414, "ERR_URI_TOO_LONG"),
+            ("malformed chunking", "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "ERR_BAD_REQUEST"),
+            ("a chunk size beyond 64 bits", "POST /v1/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                + "Transfer-Encoding: chunked\r\n\r\n1ffffffffffffffffff\r\n", 413, "ERR_PAYLOAD_TOO_LARGE"),
+            ("an HTTP version it does not speak", "GET /healthz HTTP/2.5\r\nHost: x\r\n\r\n", 505, "ERR_BAD_REQUEST"),
+        ]
+        for item in cases {
+            let result = try client.raw(Array(item.request.utf8), seconds: 5)
+            let response = result.responses.first
+            #expect(response?.status == item.status, "\(item.name): \(response?.status ?? -1) \(response?.text ?? "")")
+            #expect(response?.headers["content-type"] == "application/json", "\(item.name)")
+            #expect(response?.errorCode == item.code, "\(item.name): \(response?.text ?? "")")
+            #expect(response?.text.hasSuffix("\n") == true, "\(item.name)")
+            #expect(result.closed, "\(item.name): the connection is closed after the error")
+        }
+    }
+
     @Test("an event with more than 1,000 mentions is rejected naming data.mentions; the rest of its batch is applied")
     func mentionCap() throws {
         let app = try environment.makeApp(prefix: "mentions")

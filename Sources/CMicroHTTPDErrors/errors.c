@@ -1,0 +1,70 @@
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "CMicroHTTPDErrors.h"
+
+typedef enum MHD_Result (*queue_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
+
+enum { MAX_BODIES = 32 };
+static struct { unsigned int status; char *body; size_t length; } bodies[MAX_BODIES];
+static int body_count = 0;
+static _Thread_local int queueing_own = 0;
+static unsigned long replaced = 0;
+
+void herald_set_error_body(unsigned int status, const char *body, size_t length) {
+    for (int i = 0; i < body_count; i++) {
+        if (bodies[i].status == status) { free(bodies[i].body); body_count--; bodies[i] = bodies[body_count]; break; }
+    }
+    if (body_count == MAX_BODIES) return;
+    char *copy = malloc(length);
+    if (copy == NULL) return;
+    memcpy(copy, body, length);
+    bodies[body_count].status = status;
+    bodies[body_count].body = copy;
+    bodies[body_count].length = length;
+    body_count++;
+}
+
+static queue_fn real_queue(void) {
+    static queue_fn real = NULL;
+    queue_fn found = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (found == NULL) {
+        found = (queue_fn)dlsym(RTLD_NEXT, "MHD_queue_response");
+        __atomic_store_n(&real, found, __ATOMIC_RELEASE);
+    }
+    return found;
+}
+
+enum MHD_Result herald_queue_response(struct MHD_Connection *connection, unsigned int status,
+                                      struct MHD_Response *response) {
+    queueing_own = 1;
+    enum MHD_Result result = MHD_queue_response(connection, status, response);
+    queueing_own = 0;
+    return result;
+}
+
+unsigned long herald_replaced_error_count(void) { return __atomic_load_n(&replaced, __ATOMIC_RELAXED); }
+
+enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned int status,
+                                   struct MHD_Response *response) {
+    queue_fn real = real_queue();
+    if (real == NULL) return MHD_NO;
+    if (queueing_own || status < 400) return real(connection, status, response);
+    unsigned int fallback = status < 500 ? 0 : 1;
+    int chosen = -1;
+    for (int i = 0; i < body_count; i++) {
+        if (bodies[i].status == status) { chosen = i; break; }
+        if (bodies[i].status == fallback) chosen = i;
+    }
+    if (chosen < 0) return real(connection, status, response);
+    struct MHD_Response *json = MHD_create_response_from_buffer(bodies[chosen].length, bodies[chosen].body,
+                                                                MHD_RESPMEM_PERSISTENT);
+    if (json == NULL) return real(connection, status, response);
+    MHD_add_response_header(json, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+    MHD_add_response_header(json, MHD_HTTP_HEADER_CONNECTION, "close");
+    enum MHD_Result result = real(connection, status, json);
+    MHD_destroy_response(json);
+    __atomic_fetch_add(&replaced, 1, __ATOMIC_RELAXED);
+    return result;
+}

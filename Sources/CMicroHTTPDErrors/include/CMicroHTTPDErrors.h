@@ -1,0 +1,31 @@
+#ifndef CMICROHTTPD_ERRORS_H
+#define CMICROHTTPD_ERRORS_H
+#include <stddef.h>
+#include <sys/types.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <microhttpd.h>
+
+/*
+ * libmicrohttpd answers the requests it refuses itself (a URI or header block beyond its memory
+ * limit, malformed chunking or Content-Length, an unsupported HTTP version) with built-in HTML
+ * pages, and has no option to change them. Every one of those answers goes through
+ * MHD_queue_response, called through the library's PLT, so this module defines
+ * MHD_queue_response: the executable's definition comes first in the dynamic lookup, and the
+ * library's own calls reach it. A response Herald queues itself (herald_queue_response) passes
+ * through unchanged; any other is replaced by the JSON body registered for its status.
+ */
+
+/* Registers the JSON body for a status (0 = 4xx without a body of its own, 1 = 5xx likewise).
+ * Call before the daemon starts; the bytes are copied. */
+void herald_set_error_body(unsigned int status, const char *body, size_t length);
+
+/* Queues a response Herald built: it is sent as it is. */
+enum MHD_Result herald_queue_response(struct MHD_Connection *connection, unsigned int status,
+                                      struct MHD_Response *response);
+
+/* How many of libmicrohttpd's own error answers were replaced (for tests and metrics). */
+unsigned long herald_replaced_error_count(void);
+#endif
