@@ -20,15 +20,18 @@ let package = Package(
         // A lock that stays in user space under contention (glibc's pthread mutex).
         .target(name: "Locking", swiftSettings: strict),
 
+        // JSON values and the one strict parser every route reads bodies with (no C, no unsafe code).
+        .target(name: "JSON", swiftSettings: strict),
+
         // One Swift module per wrapped library; all unsafe code lives in these.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Locking"], swiftSettings: strict),
         // libmicrohttpd's own error answers in SPEC §3's JSON instead of its HTML pages.
         .target(name: "CMicroHTTPDErrors", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrors", "Locking"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrors", "JSON", "Locking"], swiftSettings: strict),
         .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
 
         // The domain, organised by capability.
-        .target(name: "HeraldCore", dependencies: ["Postgres", "HTTPServer", "Secrets", "Locking"], swiftSettings: strict),
+        .target(name: "HeraldCore", dependencies: ["JSON", "Postgres", "HTTPServer", "Secrets", "Locking"], swiftSettings: strict),
 
         // The small executable: configuration, migrations, serve, CLI.
         .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),
@@ -36,9 +39,16 @@ let package = Package(
         // `make bench`: data, load from a second process, and the machine's own ceilings.
         .executableTarget(name: "herald-bench", dependencies: ["Postgres"], swiftSettings: strict),
 
+        // Pure tests: no database, no server (`swift test --filter HeraldUnitTests` runs anywhere).
+        .testTarget(
+            name: "HeraldUnitTests",
+            dependencies: ["HeraldCore", "HTTPServer", "JSON", "Secrets"],
+            swiftSettings: strict
+        ),
+        // Tests against a real PostgreSQL and the real server over HTTP (scripts/test.sh starts the cluster).
         .testTarget(
             name: "HeraldTests",
-            dependencies: ["HeraldCore", "HTTPServer", "Postgres", "Secrets"],
+            dependencies: ["HeraldCore", "HTTPServer", "JSON", "Postgres", "Secrets"],
             swiftSettings: strict
         ),
     ],

@@ -57,7 +57,7 @@ export DATABASE_URL
 # schemathesis, in a venv rebuilt whenever the requirements change.
 venv=${HERALD_VENV:-$root/.build/venv}
 requirements="$root/scripts/requirements-test.txt"
-if ! cmp -s "$requirements" "$venv/.requirements" || [ ! -x "$venv/bin/st" ]; then
+if ! cmp -s "$requirements" "$venv/.requirements" || [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
   echo "contract: installing schemathesis into $venv" >&2
   rm -rf "$venv"
   if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
@@ -70,6 +70,9 @@ if ! cmp -s "$requirements" "$venv/.requirements" || [ ! -x "$venv/bin/st" ]; th
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
   cp "$requirements" "$venv/.requirements"
 fi
+
+# The document is valid OpenAPI 3.1 before anything is generated from it.
+"$venv/bin/openapi-spec-validator" "$root/openapi/openapi.json" >&2
 
 # The server, on an ephemeral port, with its own admin token.
 HERALD_ADMIN_TOKEN="contract-admin-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSON
 
 /// An error that knows its HTTP status and its wire code, rendered as
 /// `{"error": {"code", "message", "params"}}`.

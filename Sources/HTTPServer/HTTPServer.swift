@@ -274,7 +274,7 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
 
     // First call: headers only. Answering here makes libmicrohttpd close the connection after
-    // the answer (see STACK.md): right for a request whose framing is refused, so that no byte
+    // the answer (it has not read the body, so it cannot keep the connection): right for a request whose framing is refused, so that no byte
     // of its body is read as another request; any other is answered on a later call.
     guard let statePointer = conCls.pointee else {
         server.connections.busy(connection)

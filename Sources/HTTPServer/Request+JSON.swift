@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSON
 
 extension Request {
     /// Decodes the body as JSON into `T`; a problem becomes `400 ERR_BAD_REQUEST` whose

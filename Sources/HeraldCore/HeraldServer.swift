@@ -19,6 +19,7 @@ public final class HeraldServer: Sendable {
             throw ConfigurationError(variable: "DATABASE_URL", message: "is required")
         }
         let migrator = try Migrator(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
+        let openAPI = try OpenAPIDocument.load(configured: configuration.openAPIFile)
         database = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.databasePoolSize,
             acquireTimeoutSeconds: Double(configuration.databaseAcquireTimeoutMs) / 1000))
@@ -34,7 +35,8 @@ public final class HeraldServer: Sendable {
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
         service = Service(services: Services(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics,
-                                             inboxRefresher: InboxRefresher(database: database, logger: logger)))
+                                             inboxRefresher: InboxRefresher(database: database, logger: logger),
+                                             openAPI: openAPI))
         let service = self.service
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,

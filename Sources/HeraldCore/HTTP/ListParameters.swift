@@ -2,6 +2,7 @@ import FoundationEssentials
 import HTTPServer
 import Postgres
 import Secrets
+import JSON
 
 /// `limit` and `cursor` of a list endpoint (SPEC §3).
 public struct ListParameters: Sendable, Equatable {

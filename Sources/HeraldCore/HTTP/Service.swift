@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// Herald's HTTP application: the route table and the pipeline every request goes through —
 /// route (404/405), token (401), role and app (403), body (413/415), handler — with errors

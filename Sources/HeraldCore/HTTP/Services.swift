@@ -21,9 +21,12 @@ public struct Services: Sendable {
     public let inboxRefresher: InboxRefresher
     /// Applies concurrent ingest requests on the same threads in one transaction.
     public let ingestCombiner: IngestCombiner
+    /// The document served at `GET /openapi.json`.
+    public let openAPI: OpenAPIDocument
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
-                jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher) {
+                jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument) {
+        self.openAPI = openAPI
         self.metrics = metrics
         self.inboxRefresher = inboxRefresher
         self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestMaxInFlight)

@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// SPEC §6: the thread inbox and read marks (server role).
 enum InboxAPI {

@@ -1,4 +1,4 @@
-import HTTPServer
+import JSON
 
 /// A conversation: a group, or a one-on-one chat between two users (SPEC §1).
 public struct Conversation: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 
 /// Reads `POST /v1/events` bodies in every CloudEvents HTTP mode (SPEC §4) and validates each
 /// event's attributes and `data`, naming the path of the first bad field.

@@ -1,5 +1,5 @@
-import HTTPServer
 import Postgres
+import JSON
 
 /// Writes the facts of newly accepted events and recomputes what they touch, set-based: one
 /// statement per kind of fact, then one refresh of threads and one of subscriptions.

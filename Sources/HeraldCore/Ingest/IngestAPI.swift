@@ -2,6 +2,7 @@ import HTTPServer
 import Postgres
 import Dispatch
 import Synchronization
+import JSON
 
 /// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
 enum IngestAPI {

@@ -1,5 +1,5 @@
-import HTTPServer
 import Postgres
+import JSON
 
 /// Applies a request's events in one transaction with a fixed number of set-based statements,
 /// whatever the batch size: lock the conversations, record the events for dedupe, store the
@@ -141,9 +141,10 @@ public struct IngestStore: Sendable {
         for row in try connection.query("""
             SELECT id, parent_id, parent_sender FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL
             UNION ALL
-            SELECT x.id, NULL, NULL FROM unnest($3::text[]) AS x(id)
-             WHERE EXISTS (SELECT 1 FROM messages m WHERE m.app = $1 AND m.parent_id = x.id)
-                OR EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = $1 AND s.thread_id = x.id)
+            -- a thread row under a reply's id: replies were counted there (and subscriptions, which
+            -- need a thread row, may be filed there). Placeholders of replies not yet created
+            -- (an edit or deletion first) make no thread row; their creation files them anew.
+            SELECT t.parent_id, NULL, NULL FROM threads t WHERE t.app = $1 AND t.parent_id = ANY ($3::text[])
             """, [app, lookup, hosts]) {
             let id = Array(try row.decode(0, as: String.self).utf8)
             if let parent = try row.decode(1, as: String?.self) {

@@ -1,5 +1,5 @@
-import HTTPServer
 import Postgres
+import JSON
 
 extension Fanout {
     /// Routes again, for the users of `triggers`, the replies of their threads that were routed

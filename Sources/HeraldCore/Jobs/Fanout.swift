@@ -1,5 +1,5 @@
-import HTTPServer
 import Postgres
+import JSON
 
 /// Produces the push jobs of newly created messages in the ingest transaction (SPEC §8–9):
 /// candidates and everything the decision needs come from one set-based query, the decision is

@@ -1,5 +1,5 @@
-import HTTPServer
 import Postgres
+import JSON
 
 /// A job as the API shows it (SPEC §9), built when a worker claims it or lists dead jobs.
 ///

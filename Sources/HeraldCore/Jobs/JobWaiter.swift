@@ -2,6 +2,7 @@ import Dispatch
 import HTTPServer
 import Postgres
 import Synchronization
+import JSON
 
 /// Long-poll claims (`waitSeconds`) wait here, not on a server thread: their connections are
 /// suspended, and a loop on a queue of its own retries each claim when ingest reports new jobs

@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// SPEC §9: the jobs API for push senders (worker and server roles).
 enum JobsAPI {

@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// The membership snapshot (SPEC §4): `PUT/GET /v1/groups/{guid}/members` (server role).
 enum MembershipAPI {

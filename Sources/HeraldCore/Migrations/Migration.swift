@@ -56,37 +56,13 @@ public struct Migration: Sendable, Equatable {
     }
 
     /// The migrations folder: `configured` if given, else the first `sql/` holding migrations
-    /// found beside the running binary (an install's `share/herald/sql`, or the source tree's
-    /// `sql/` above `.build/`), else `./sql`.
+    /// that `Resources` finds.
     public static func locateDirectory(configured: String?) -> String {
         if let configured { return configured }
-        var candidates: [String] = []
-        var directory = executableDirectory()
-        for _ in 0..<6 {
-            candidates.append(directory + "/share/herald/sql")
-            candidates.append(directory + "/sql")
-            directory = parentDirectory(directory)
+        return Resources.locate("sql") { directory in
+            guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
+            return entries.contains { $0.hasPrefix("0001_") && $0.hasSuffix(".sql") }
         }
-        candidates.append(FileManager.default.currentDirectoryPath + "/sql")
-        return candidates.first { hasMigrations($0) } ?? "sql"
-    }
-
-    private static func hasMigrations(_ directory: String) -> Bool {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
-        return entries.contains { $0.hasPrefix("0001_") && $0.hasSuffix(".sql") }
-    }
-
-    private static func executableDirectory() -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return FileManager.default.currentDirectoryPath }
-        let path = String(decoding: buffer[0..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return parentDirectory(path)
-    }
-
-    private static func parentDirectory(_ path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 }
 

@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Glibc
-import HTTPServer
 import Locking
 import Postgres
 import Synchronization

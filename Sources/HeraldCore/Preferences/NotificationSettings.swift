@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 
 /// An app's notification settings (SPEC §7.2): a default and an override flag per user-level
 /// field, plus the app switches. Stored as the fields that differ from the built-in defaults.

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import FoundationInternationalization
 import HTTPServer
+import JSON
 
 /// One user-level preference field of SPEC §7.1, addressed by its dotted path
 /// (`groupPreferences.replies`, `mutePreferences.schedule`, `timezone`).

@@ -1,5 +1,5 @@
-import HTTPServer
 import Postgres
+import JSON
 
 /// App settings, user preferences and mutes in PostgreSQL.
 struct PreferenceStore: Sendable {

@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// SPEC §7.2–7.3: app settings, user preferences and mutes (server role).
 enum PreferencesAPI {

@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// SPEC §8.2: `GET /v1/users/{uid}/messages/{messageId}/routing` — why a user did or did not get
 /// a push for a message (server role).

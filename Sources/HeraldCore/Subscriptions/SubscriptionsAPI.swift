@@ -1,5 +1,6 @@
 import HTTPServer
 import Postgres
+import JSON
 
 /// SPEC §5.2: explicit subscribe, unsubscribe, state and bulk lookup (server role).
 enum SubscriptionsAPI {

@@ -37,6 +37,8 @@ public struct Configuration: Sendable, Equatable {
     public var logLevel: LogLevel
     /// Where the SQL migrations are (`HERALD_MIGRATIONS_DIR`); nil: found next to the binary.
     public var migrationsDirectory: String?
+    /// The OpenAPI document (`HERALD_OPENAPI_FILE`); nil: `openapi/openapi.json` found next to the binary.
+    public var openAPIFile: String?
 
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
@@ -63,6 +65,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_FANOUT_LEASE_SECONDS", "lease of a large-group fan-out task (default 60)"),
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
+        ("HERALD_OPENAPI_FILE", "the OpenAPI document served at /openapi.json (default: openapi/openapi.json found beside the binary)"),
     ]
 
     /// Reads the environment; a malformed value is an error that names the variable.
@@ -109,6 +112,7 @@ public struct Configuration: Sendable, Equatable {
             logLevel = parsed
         }
         migrationsDirectory = value("HERALD_MIGRATIONS_DIR")
+        openAPIFile = value("HERALD_OPENAPI_FILE")
     }
 
     init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,

@@ -1,9 +1,9 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import HTTPServer
 import Locking
 import Synchronization
+import JSON
 
 /// Severity of a log line.
 public enum LogLevel: String, Sendable, Comparable {

@@ -1,4 +1,3 @@
-import HTTPServer
 import Postgres
 
 /// Apps and keys in PostgreSQL; shared by the admin API and the CLI.

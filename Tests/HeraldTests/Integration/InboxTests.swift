@@ -65,7 +65,7 @@ struct InboxTests {
     @Test("a row has every field of SPEC §6; one-on-one rows name the other user")
     func rowShape() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past, text: "plan?"),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past, text: "plan?"),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10, text: "yes", mentions: ["carol"]),
                           Events.message("e3", id: "d1", sender: "alice", peer: "bob", at: past + 20, text: "dm"),
                           Events.message("e4", id: "d2", sender: "bob", peer: "alice", parent: "d1", at: past + 30, text: "dm reply")],
@@ -110,7 +110,7 @@ struct InboxTests {
     @Test("threads without replies are not listed unless subscribed explicitly")
     func repliesOrExplicit() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
         #expect(rows(try inbox(app, "bob")).isEmpty)
         #expect(try client.send("PUT", "/v1/users/carol/threads/m7/subscription", token: app.serverKey).status == 200)
         let carol = rows(try inbox(app, "carol"))
@@ -151,12 +151,12 @@ struct InboxTests {
             events.append(Events.message("p\(index)", id: "t\(index)", sender: "bob", at: past))
             events.append(Events.message("r\(index)", id: "r\(index)", sender: "alice", parent: "t\(index)", at: past + 100 + Int64(index)))
         }
-        _ = try app.post(events, client: client)
+        try app.ingest(events, client: client)
         let first = try inbox(app, "alice", "limit=10")
         var seen = rows(first).compactMap { $0["parentMessageId"] as? String }
         var cursor = (first.json["meta"] as? [String: Any])?["next"] as? String
         // t5 (on a later page) and t25 (already seen) get new replies.
-        _ = try app.post([Events.message("n1", id: "x1", sender: "carol", parent: "t5", at: past + 1000),
+        try app.ingest([Events.message("n1", id: "x1", sender: "carol", parent: "t5", at: past + 1000),
                           Events.message("n2", id: "x2", sender: "carol", parent: "t25", at: past + 1001)], client: client)
         while let next = cursor {
             let page = try inbox(app, "alice", "limit=10&cursor=\(next)")
@@ -173,11 +173,11 @@ struct InboxTests {
     @Test("unread counts through replies, own replies, mentions, @all, deletions, reads and mark-all; totals match")
     func unreadSequence() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1)], client: client)
         #expect(try unread(app, "bob", "m7")! == (1, 0), "the starter has every reply unread")
         #expect(try unread(app, "alice", "m7")! == (0, 0), "own reply: read up to it")
-        _ = try app.post([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 2, mentions: ["bob"]),
+        try app.ingest([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 2, mentions: ["bob"]),
                           Events.message("e4", id: "r3", sender: "carol", parent: "m7", at: past + 3, mentionsAll: true),
                           Events.message("e5", id: "r4", sender: "carol", parent: "m7", at: past + 4)], client: client)
         #expect(try unread(app, "bob", "m7")! == (4, 2))
@@ -185,12 +185,12 @@ struct InboxTests {
         #expect(try unread(app, "carol", "m7")! == (0, 0))
         #expect(try totals(app, "bob") == (1, 2))
         // A mentioned user starts with the mentioning reply and later ones unread.
-        _ = try app.post([Events.message("e6", id: "r5", sender: "carol", parent: "m7", at: past + 5, mentions: ["dave"]),
+        try app.ingest([Events.message("e6", id: "r5", sender: "carol", parent: "m7", at: past + 5, mentions: ["dave"]),
                           Events.message("e7", id: "r6", sender: "bob", parent: "m7", at: past + 6)], client: client)
         #expect(try unread(app, "dave", "m7")! == (2, 1))
         #expect(try unread(app, "bob", "m7")! == (0, 0), "bob's own reply moved his read position")
         // Deleting an unread reply lowers the counts and moves lastReply back.
-        _ = try app.post([Events.delete("e8", id: "r6", parent: "m7", at: past + 7),
+        try app.ingest([Events.delete("e8", id: "r6", parent: "m7", at: past + 7),
                           Events.delete("e9", id: "r5", parent: "m7", at: past + 8)], client: client)
         #expect(try unread(app, "dave", "m7")! == (0, 0))
         #expect(try unread(app, "alice", "m7")! == (3, 1))
@@ -207,10 +207,10 @@ struct InboxTests {
         let all = try client.post("/v1/users/alice/threads/m7/read", token: app.serverKey, json: "{}")
         #expect(all.json["unreadReplyCount"] as? Int == 0)
         // A late reply older than the read position stays read.
-        _ = try app.post([Events.message("e10", id: "r0", sender: "carol", parent: "m7", at: past + 1)], client: client)
+        try app.ingest([Events.message("e10", id: "r0", sender: "carol", parent: "m7", at: past + 1)], client: client)
         #expect(try unread(app, "alice", "m7")! == (0, 0))
         // Mark-all for one conversation.
-        _ = try app.post([Events.message("e11", id: "m8", sender: "carol", at: past + 20),
+        try app.ingest([Events.message("e11", id: "m8", sender: "carol", at: past + 20),
                           Events.message("e12", id: "r7", sender: "bob", parent: "m8", at: past + 21, mentions: ["alice"]),
                           Events.message("e13", id: "r8", sender: "bob", parent: "m7", at: past + 22)], client: client)
         #expect(try totals(app, "alice") == (2, 1))
@@ -238,7 +238,7 @@ struct InboxTests {
         let members = ["alice", "bob", "carol", "dave", "erin", "frank"]
         let app = try app(members: members)
         var random = OrderIndependenceTests.Random(state: 11)
-        _ = try app.post([Events.message("p1", id: "t1", sender: "alice", at: past),
+        try app.ingest([Events.message("p1", id: "t1", sender: "alice", at: past),
                           Events.message("p2", id: "t2", sender: "bob", at: past + 1)], client: client)
         // Subscribed before the replies: explicitly, so that later triggers change no subscription.
         for uid in members.dropLast() {
@@ -258,7 +258,7 @@ struct InboxTests {
             pending.append(Events.message("r\(index)", id: "r\(index)", sender: sender, parent: thread, at: time,
                                           mentions: mentioned, mentionsAll: random.next() % 15 == 0))
             if random.next() % 3 != 0 {   // mostly one per request, sometimes a few together
-                _ = try app.post(pending, client: client)
+                try app.ingest(pending, client: client)
                 pending = []
             }
             if random.next() % 8 == 0 {
@@ -266,15 +266,15 @@ struct InboxTests {
                 _ = try client.post("/v1/users/\(reader)/threads/\(thread)/read", token: app.serverKey, json: "{}")
             }
         }
-        if !pending.isEmpty { _ = try app.post(pending, client: client) }
+        if !pending.isEmpty { try app.ingest(pending, client: client) }
         // A sender's deleted later reply is still their read position: their late reply is not.
         at += 1000
-        _ = try app.post([Events.message("p3", id: "t3", sender: "alice", at: at)], client: client)
-        _ = try app.post([Events.message("d1", id: "d1", sender: "bob", parent: "t3", at: at + 20, mentions: ["erin"])], client: client)
-        _ = try app.post([Events.message("d2", id: "d2", sender: "erin", parent: "t3", at: at + 100)], client: client)
-        _ = try app.post([Events.delete("d3", id: "d2", parent: "t3", at: at + 110)], client: client)
-        _ = try app.post([Events.message("d4", id: "d4", sender: "erin", parent: "t3", at: at + 50)], client: client)
-        _ = try app.post([Events.message("d5", id: "d5", sender: "bob", parent: "t3", at: at + 70)], client: client)
+        try app.ingest([Events.message("p3", id: "t3", sender: "alice", at: at)], client: client)
+        try app.ingest([Events.message("d1", id: "d1", sender: "bob", parent: "t3", at: at + 20, mentions: ["erin"])], client: client)
+        try app.ingest([Events.message("d2", id: "d2", sender: "erin", parent: "t3", at: at + 100)], client: client)
+        try app.ingest([Events.delete("d3", id: "d2", parent: "t3", at: at + 110)], client: client)
+        try app.ingest([Events.message("d4", id: "d4", sender: "erin", parent: "t3", at: at + 50)], client: client)
+        try app.ingest([Events.message("d5", id: "d5", sender: "bob", parent: "t3", at: at + 70)], client: client)
         let incremental = try snapshot(app)
         #expect(incremental.count >= 10)
         let unread = try environment.connection().query(
@@ -297,7 +297,7 @@ struct InboxTests {
     @Test("unsubscribe hides a thread; a resubscription by mention starts at the mention; explicit subscribe marks read")
     func resubscribe() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1),
                           Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 2)], client: client)
         #expect(try unread(app, "alice", "m7")! == (1, 0))
@@ -305,7 +305,7 @@ struct InboxTests {
         #expect(try row(app, "alice", "m7") == nil)
         #expect(try totals(app, "alice") == (0, 0))
         let now = nowMilliseconds()
-        _ = try app.post([Events.message("e4", id: "r3", sender: "carol", parent: "m7", at: now + 10),
+        try app.ingest([Events.message("e4", id: "r3", sender: "carol", parent: "m7", at: now + 10),
                           Events.message("e5", id: "r4", sender: "carol", parent: "m7", at: now + 20, mentions: ["alice"]),
                           Events.message("e6", id: "r5", sender: "carol", parent: "m7", at: now + 30)], client: client)
         #expect(try unread(app, "alice", "m7")! == (2, 1), "from the mentioning reply on")
@@ -318,7 +318,7 @@ struct InboxTests {
     @Test("filters, unreadOnly, limits and errors")
     func filtersAndErrors() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1),
                           Events.message("e3", id: "g2m", sender: "bob", group: "g2", at: past + 2),
                           Events.message("e4", id: "g2r", sender: "alice", group: "g2", parent: "g2m", at: past + 3),
@@ -366,20 +366,20 @@ struct InboxTests {
     @Test("a group the user left disappears from the inbox and comes back on rejoin; deleted parents disappear")
     func accessAndDeletion() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1),
                           Events.message("e3", id: "m8", sender: "bob", at: past + 2),
                           Events.message("e4", id: "r2", sender: "alice", parent: "m8", at: past + 3),
                           Events.message("e5", id: "r3", sender: "carol", parent: "m8", at: past + 4)], client: client)
         #expect(rows(try inbox(app, "alice")).count == 2)
         #expect(try totals(app, "alice") == (1, 0))
-        _ = try app.post([Events.member("l1", "member.kicked", uid: "alice", at: past + 10)], client: client)
+        try app.ingest([Events.member("l1", "member.kicked", uid: "alice", at: past + 10)], client: client)
         #expect(rows(try inbox(app, "alice")).isEmpty)
         #expect(try totals(app, "alice") == (0, 0))
-        _ = try app.post([Events.member("j1", "member.added", uid: "alice", at: past + 20)], client: client)
+        try app.ingest([Events.member("j1", "member.added", uid: "alice", at: past + 20)], client: client)
         #expect(rows(try inbox(app, "alice")).count == 2)
         #expect(try unread(app, "alice", "m8")! == (1, 0), "counts were kept")
-        _ = try app.post([Events.delete("d1", id: "m8", at: past + 30)], client: client)
+        try app.ingest([Events.delete("d1", id: "m8", at: past + 30)], client: client)
         #expect(rows(try inbox(app, "alice")).compactMap { $0["parentMessageId"] as? String } == ["m7"])
         #expect(try totals(app, "alice") == (0, 0))
     }
@@ -387,10 +387,10 @@ struct InboxTests {
     @Test("a mention added by an edit leaves the mentioning reply unread")
     func mentionByEdit() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1),
                           Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 2)], client: client)
-        _ = try app.post([Events.edit("e4", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["dave"])], client: client)
+        try app.ingest([Events.edit("e4", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["dave"])], client: client)
         #expect(try unread(app, "dave", "m7")! == (2, 1), "r1 (mentioning dave) and r2 are unread")
     }
 }

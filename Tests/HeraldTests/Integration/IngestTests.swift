@@ -75,7 +75,7 @@ struct IngestTests {
     @Test("a mixed batch: per-event results in order, only the valid events take effect")
     func mixedBatch() throws {
         let app = try environment.makeApp()
-        _ = try app.post([Events.message("old", id: "m0", sender: "zed", at: 900)], client: client)
+        try app.ingest([Events.message("old", id: "m0", sender: "zed", at: 900)], client: client)
         let response = try app.post([
             Events.message("e1", id: "m1", sender: "alice", at: 1000),
             Events.message("old", id: "m0", sender: "zed", at: 900),                  // redelivered
@@ -267,7 +267,7 @@ struct IngestTests {
     @Test("dedupe records older than the retention are forgotten; newer ones are kept")
     func retention() throws {
         let app = try environment.makeApp()
-        _ = try app.post([Events.message("old", id: "m1", sender: "alice", at: 1000),
+        try app.ingest([Events.message("old", id: "m1", sender: "alice", at: 1000),
                           Events.message("new", id: "m2", sender: "alice", at: 1001)], client: client)
         let connection = try environment.connection()
         try connection.query("UPDATE events SET received_at = herald_now_ms() - 8 * 86400000 WHERE app = $1 AND id = 'old'", [app.id])
@@ -356,20 +356,20 @@ struct IngestTests {
     @Test("an edit or a deletion without parentId acts on the reply's thread")
     func withoutParentID() throws {
         let app = try environment.makeApp()
-        _ = try app.post([Events.member("j1", "member.joined", uid: "carol", at: 1),
+        try app.ingest([Events.member("j1", "member.joined", uid: "carol", at: 1),
                           Events.message("e1", id: "m7", sender: "bob", at: 1000),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: 1001),
                           Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: 1002)], client: client)
-        _ = try app.post([Events.edit("e4", id: "r1", sender: "alice", at: 1100, mentions: ["carol"]),
+        try app.ingest([Events.edit("e4", id: "r1", sender: "alice", at: 1100, mentions: ["carol"]),
                           Events.delete("e5", id: "r2", at: 1200)], client: client)
         #expect(try app.subscribed("carol", "m7", client: client) == true)
         let rows = try environment.connection().query("SELECT reply_count, last_reply_id FROM threads WHERE app = $1 AND parent_id = 'm7'", [app.id])
         #expect(try rows[0].decode(0, as: Int.self) == 1)
         #expect(try rows[0].decode(1, as: String.self) == "r1")
         // An edit without parentId that arrives before its message: its mentions follow the thread.
-        _ = try app.post([Events.edit("e6", id: "r3", sender: "alice", at: 1300, mentions: ["dave"]),
+        try app.ingest([Events.edit("e6", id: "r3", sender: "alice", at: 1300, mentions: ["dave"]),
                           Events.member("j2", "member.joined", uid: "dave", at: 1)], client: client)
-        _ = try app.post([Events.message("e7", id: "r3", sender: "alice", parent: "m7", at: 1250)], client: client)
+        try app.ingest([Events.message("e7", id: "r3", sender: "alice", parent: "m7", at: 1250)], client: client)
         #expect(try app.subscribed("dave", "m7", client: client) == true)
     }
 }

@@ -46,8 +46,8 @@ struct JobsTests {
                             body: Array(#"{"groupPreferences": {"replies": "SUBSCRIBE_TO_SUBSCRIBED_THREADS"}}"#.utf8))
         let events = [Events.message("e1", id: "m7", sender: "bob", at: past, text: "plan?"),
                       Events.message("e2", id: "m42", sender: "alice", parent: "m7", at: past + 10, text: "hi", mentions: ["carol"])]
-        _ = try app.post(events, client: client)
-        _ = try app.post(events, client: client)
+        try app.ingest(events, client: client)
+        try app.ingest(events, client: client, accepted: 0)  // redelivered: both duplicates
         let jobs = try claim(app)
         let replyJobs = jobs.filter { ($0["data"] as? [String: Any])?["messageId"] as? String == "m42" }
         #expect(Set(replyJobs.compactMap { $0["recipient"] as? String }) == ["bob", "carol"], "dave only wants subscribed threads")
@@ -88,7 +88,7 @@ struct JobsTests {
         var data = custom["data"] as! [String: Any]
         data["category"] = "custom"
         custom["data"] = data
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past, text: "secret"), custom], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past, text: "secret"), custom], client: client)
         let jobs = try claim(app)
         #expect(jobs.count == 1, "bob only: carol muted the group, the custom message notifies nobody")
         let notification = try #require(jobs.first?["notification"] as? [String: Any])
@@ -102,7 +102,7 @@ struct JobsTests {
         let members = (0..<101).map { "m\($0)" }
         let app = try app(members: members)
         let messages = (0..<100).map { Events.message("e\($0)", id: "msg\($0)", sender: "m0", at: past + Int64($0)) }
-        _ = try app.post(messages, client: client)
+        try app.ingest(messages, client: client)
         #expect(try stats(app)["ready"] == 10_000)
         let claimed = Mutex<[String]>([])
         let acked = Mutex<Int>(0)
@@ -132,7 +132,7 @@ struct JobsTests {
     @Test("an expired lease returns the job; the stale ack of the first attempt is refused")
     func leaseExpiry() throws {
         let app = try app(members: ["alice", "bob"])
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         let first = try #require(try claim(app, lease: 1).first)
         #expect(try claim(app).isEmpty, "leased jobs are not handed out twice")
         usleep(1_200_000)
@@ -151,7 +151,7 @@ struct JobsTests {
     @Test("fail: retry after backoff, dead at maxAttempts or when not retryable, then requeue from 0")
     func failDeadRequeue() throws {
         let app = try app(members: ["alice", "bob", "carol"])
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         let jobs = try claim(app)
         #expect(jobs.count == 2)
         let retry = try post("/v1/jobs/fail", app, ["jobs": [
@@ -194,11 +194,11 @@ struct JobsTests {
     @Test("deleting a message cancels its unclaimed jobs; a parent's deletion cancels its replies' too")
     func cancellation() throws {
         let app = try app(members: ["alice", "bob", "carol"])
-        _ = try app.post([Events.message("e1", id: "m7", sender: "alice", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "alice", at: past),
                           Events.message("e2", id: "r1", sender: "bob", parent: "m7", at: past + 1)], client: client)
         let claimed = try claim(app, max: 1)
         #expect(claimed.count == 1)
-        _ = try app.post([Events.delete("d1", id: "m7", at: past + 2)], client: client)
+        try app.ingest([Events.delete("d1", id: "m7", at: past + 2)], client: client)
         let rows = try environment.connection().query(
             "SELECT state, count(*) FROM jobs WHERE app = $1 GROUP BY state ORDER BY state", [app.id])
         let states = Dictionary(uniqueKeysWithValues: try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int.self)) })
@@ -227,7 +227,7 @@ struct JobsTests {
                 .flatMap { ($0.json["jobs"] as? [Any])?.count } ?? -1
         }
         usleep(300_000)
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         #expect(waiting.wait(seconds: 15) == 1)
         #expect(Date().timeIntervalSince(started) < 5, "woke when the job arrived, not at the end of the wait")
         #expect(try client.post("/v1/jobs/claim", token: app.ingestKey, json: "{}").status == 403)
@@ -236,11 +236,11 @@ struct JobsTests {
     @Test("an edit notifies only the users it newly mentions, with reason mention")
     func editMentions() throws {
         let app = try app(members: ["alice", "bob", "carol", "dave"])
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1, text: "hi", mentions: ["carol"])],
                          client: client)
         _ = try claim(app, max: 1000)
-        _ = try app.post([Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["carol", "dave"],
+        try app.ingest([Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["carol", "dave"],
                                       text: "hi both")], client: client)
         let jobs = try claim(app)
         #expect(jobs.count == 1)
@@ -254,10 +254,10 @@ struct JobsTests {
     @Test("a job is built when it is claimed: an unclaimed job shows the edited text, a claimed one keeps what it showed")
     func payloadAtClaim() throws {
         let app = try app(members: ["alice", "bob", "carol"])
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past, text: "first")], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past, text: "first")], client: client)
         let first = try claim(app, max: 1)
         #expect((first.first?["notification"] as? [String: Any])?["body"] as? String == "first")
-        _ = try app.post([Events.edit("e2", id: "m1", sender: "alice", at: past + 100, mentions: nil, text: "second")], client: client)
+        try app.ingest([Events.edit("e2", id: "m1", sender: "alice", at: past + 100, mentions: nil, text: "second")], client: client)
         let rest = try claim(app)
         #expect(rest.count == 1, "one job left, the edit adds none")
         let notification = rest.first?["notification"] as? [String: Any]
@@ -276,7 +276,7 @@ struct JobsTests {
         let app = try app(members: ["alice", "bob", "carol"])
         _ = try client.send("PUT", "/v1/users/carol/mutes", token: app.serverKey, headers: ["Content-Type": "application/json"],
                             body: Array(#"{"conversations": [{"id": "g1", "type": "group", "until": \#(nowMilliseconds() + 600_000)}]}"#.utf8))
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         let bob = try client.get("/v1/users/bob/messages/m1/routing", token: app.serverKey)
         #expect(bob.status == 200)
         #expect(bob.json["notified"] as? Bool == true)
@@ -297,22 +297,22 @@ struct JobsTests {
     @Test("a republished edit notifies nobody again; deleted threads and groups produce and keep no jobs")
     func noStrayJobs() throws {
         let app = try app(members: ["alice", "bob", "carol", "dave"])
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 1)], client: client)
         _ = try claim(app, max: 1000)
         let edit = Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["dave"])
         var republished = edit
         republished["id"] = "e3-again"
-        _ = try app.post([edit], client: client)
-        _ = try app.post([republished], client: client)
+        try app.ingest([edit], client: client)
+        try app.ingest([republished], client: client)
         #expect(try claim(app).count == 1, "one job for dave, not two")
         // A reply to a deleted parent notifies nobody.
-        _ = try app.post([Events.delete("d1", id: "m7", at: past + 200),
+        try app.ingest([Events.delete("d1", id: "m7", at: past + 200),
                           Events.message("e4", id: "r2", sender: "carol", parent: "m7", at: past + 300)], client: client)
         #expect(try claim(app).isEmpty)
         // group.deleted cancels jobs not yet claimed.
-        _ = try app.post([Events.message("e5", id: "m8", sender: "bob", at: past + 400)], client: client)
-        _ = try app.post([Events.event("e6", "group.deleted", ["guid": "g1", "at": past + 500])], client: client)
+        try app.ingest([Events.message("e5", id: "m8", sender: "bob", at: past + 400)], client: client)
+        try app.ingest([Events.event("e6", "group.deleted", ["guid": "g1", "at": past + 500])], client: client)
         #expect(try claim(app).isEmpty)
     }
 
@@ -331,7 +331,7 @@ struct JobsTests {
         let started = Date()
         for _ in 0..<10 { #expect(try client.get("/healthz").status == 200) }
         #expect(Date().timeIntervalSince(started) < 1)
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         let results = waits.map { $0.wait(seconds: 10) }
         #expect(results.allSatisfy { $0 == 0 || $0 == 1 }, "every wait ended with 200: \(results)")
         #expect(results.filter { $0 == 1 }.count == 1, "the one job went to exactly one waiting claim")

@@ -22,7 +22,7 @@ struct LargeGroupTests {
         _ = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey, headers: ["Content-Type": "application/json"],
                             body: Array(#"{"largeGroupThreshold": 10}"#.utf8))
         #expect(try app.setMembers("g1", (0..<50).map { "u\($0)" }, client: client).status == 200)
-        _ = try app.post([Events.message("e1", id: "big", sender: "u0", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "big", sender: "u0", at: past)], client: client)
         let connection = try environment.connection()
         let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = $1", [app.id])
         #expect(try tasks[0].decode(0, as: Int.self) == 1, "the ingest transaction recorded a task")

@@ -41,7 +41,7 @@ struct SubscriptionRulesTests {
     @Test("the starter of a thread is subscribed with reason started, at the parent's time")
     func starter() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
         let bob = try state(app, "bob", "m7")
         #expect(bob["subscribed"] as? Bool == true)
         #expect(bob["source"] as? String == "auto")
@@ -55,7 +55,7 @@ struct SubscriptionRulesTests {
     @Test("a replier is subscribed with reason reply; mentioned members with reason mention")
     func replierAndMentions() throws {
         let app = try app()
-        _ = try app.post([
+        try app.ingest([
             Events.message("e1", id: "m7", sender: "bob", at: past),
             Events.message("e2", id: "m8", sender: "alice", parent: "m7", at: past + 10, mentions: ["carol"]),
         ], client: client)
@@ -71,14 +71,14 @@ struct SubscriptionRulesTests {
     @Test("mentions in a top-level message subscribe the mentioned members to its thread")
     func topLevelMentions() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past, mentions: ["dave"])], client: client)
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past, mentions: ["dave"])], client: client)
         #expect(try state(app, "dave", "m7")["reason"] as? String == "mention")
     }
 
     @Test("@all subscribes nobody")
     func atAll() throws {
         let app = try app()
-        _ = try app.post([
+        try app.ingest([
             Events.message("e1", id: "m7", sender: "bob", at: past),
             Events.message("e2", id: "m8", sender: "alice", parent: "m7", at: past + 10, mentionsAll: true),
         ], client: client)
@@ -88,7 +88,7 @@ struct SubscriptionRulesTests {
     @Test("a mention of a non-member does nothing; membership is judged at the mention's time")
     func nonMemberMention() throws {
         let app = try app()
-        _ = try app.post([
+        try app.ingest([
             Events.message("e1", id: "m7", sender: "bob", at: past),
             Events.message("e2", id: "m8", sender: "alice", parent: "m7", at: past + 10, mentions: ["erin"]),
             Events.member("e3", "member.joined", uid: "erin", at: past + 20),        // joined after the mention
@@ -98,7 +98,7 @@ struct SubscriptionRulesTests {
             "SELECT count(*) FROM subscriptions WHERE app = $1 AND uid = 'erin'", [app.id])
         #expect(try rows[0].decode(0, as: Int.self) == 0, "no row at all")
         // A member who left before the mention is not subscribed either.
-        _ = try app.post([
+        try app.ingest([
             Events.member("e4", "member.left", uid: "dave", at: past + 5),
             Events.message("e5", id: "m9", sender: "alice", parent: "m7", at: past + 30, mentions: ["dave"]),
             Events.member("e6", "member.joined", uid: "dave", at: past + 40),
@@ -110,14 +110,14 @@ struct SubscriptionRulesTests {
     func parentAuthor() throws {
         let app = try app()
         // Only a reply is known, naming the parent's author.
-        _ = try app.post([Events.message("e1", id: "r1", sender: "alice", parent: "p1", parentSender: "bob", at: past + 10)],
+        try app.ingest([Events.message("e1", id: "r1", sender: "alice", parent: "p1", parentSender: "bob", at: past + 10)],
                          client: client)
         let bob = try state(app, "bob", "p1")
         #expect(bob["subscribed"] as? Bool == true)
         #expect(bob["reason"] as? String == "started")
         // An author who unsubscribed is not re-subscribed by later replies of others.
         #expect(try unsubscribe(app, "bob", "p1").json["subscribed"] as? Bool == false)
-        _ = try app.post([Events.message("e2", id: "r2", sender: "carol", parent: "p1", parentSender: "bob", at: future)],
+        try app.ingest([Events.message("e2", id: "r2", sender: "carol", parent: "p1", parentSender: "bob", at: future)],
                          client: client)
         #expect(try state(app, "bob", "p1")["subscribed"] as? Bool == false)
     }
@@ -125,13 +125,13 @@ struct SubscriptionRulesTests {
     @Test("unsubscribe, then a newer reply by the same user: subscribed again")
     func newerOwnReply() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         let off = try unsubscribe(app, "alice", "m7")
         #expect(off.status == 200)
         #expect(off.json["subscribed"] as? Bool == false)
         #expect(off.json["since"] as? Int64 ?? 0 > past)
-        _ = try app.post([Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: future)], client: client)
+        try app.ingest([Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: future)], client: client)
         let alice = try state(app, "alice", "m7")
         #expect(alice["subscribed"] as? Bool == true)
         #expect(alice["reason"] as? String == "reply")
@@ -141,35 +141,35 @@ struct SubscriptionRulesTests {
     @Test("unsubscribe, then an older reply arrives late (or is redelivered): still unsubscribed")
     func olderReply() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         _ = try unsubscribe(app, "alice", "m7")
         let redelivered = try app.post([Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         #expect((redelivered.json["results"] as? [[String: Any]])?.first?["status"] as? String == "duplicate")
-        _ = try app.post([Events.message("e3", id: "r0", sender: "alice", parent: "m7", at: past + 5)], client: client)
+        try app.ingest([Events.message("e3", id: "r0", sender: "alice", parent: "m7", at: past + 5)], client: client)
         #expect(try state(app, "alice", "m7")["subscribed"] as? Bool == false)
     }
 
     @Test("unsubscribe, then another user's reply: still unsubscribed")
     func otherUsersReply() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         _ = try unsubscribe(app, "alice", "m7")
-        _ = try app.post([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: future)], client: client)
+        try app.ingest([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: future)], client: client)
         #expect(try state(app, "alice", "m7")["subscribed"] as? Bool == false)
     }
 
     @Test("unsubscribe, then a newer mention: subscribed again with reason mention")
     func newerMention() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         _ = try unsubscribe(app, "alice", "m7")
-        _ = try app.post([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 20, mentions: ["alice"])],
+        try app.ingest([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 20, mentions: ["alice"])],
                          client: client)
         #expect(try state(app, "alice", "m7")["subscribed"] as? Bool == false, "an older mention does not")
-        _ = try app.post([Events.message("e4", id: "r3", sender: "carol", parent: "m7", at: future, mentions: ["alice"])],
+        try app.ingest([Events.message("e4", id: "r3", sender: "carol", parent: "m7", at: future, mentions: ["alice"])],
                          client: client)
         let alice = try state(app, "alice", "m7")
         #expect(alice["subscribed"] as? Bool == true)
@@ -179,10 +179,10 @@ struct SubscriptionRulesTests {
     @Test("a trigger on a subscribed row changes nothing: source, reason and since stay")
     func triggerOnSubscribed() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         let before = try state(app, "alice", "m7")
-        _ = try app.post([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 20, mentions: ["alice"]),
+        try app.ingest([Events.message("e3", id: "r2", sender: "carol", parent: "m7", at: past + 20, mentions: ["alice"]),
                           Events.message("e4", id: "r3", sender: "alice", parent: "m7", at: past + 30)], client: client)
         let after = try state(app, "alice", "m7")
         #expect(after["reason"] as? String == before["reason"] as? String)
@@ -193,11 +193,11 @@ struct SubscriptionRulesTests {
     @Test("an edit that adds a mention subscribes the newly mentioned member; one already mentioned is not new")
     func editMentions() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10, mentions: ["carol"])],
                          client: client)
         _ = try unsubscribe(app, "carol", "m7")
-        _ = try app.post([Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: future, mentions: ["carol", "dave"])],
+        try app.ingest([Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: future, mentions: ["carol", "dave"])],
                          client: client)
         let dave = try state(app, "dave", "m7")
         #expect(dave["subscribed"] as? Bool == true)
@@ -209,7 +209,7 @@ struct SubscriptionRulesTests {
     @Test("explicit subscribe and unsubscribe are idempotent; subscribing to a thread with no replies works")
     func explicitIdempotent() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
         let first = try subscribe(app, "carol", "m7")
         #expect(first.status == 200)
         #expect(first.json["subscribed"] as? Bool == true)
@@ -227,7 +227,7 @@ struct SubscriptionRulesTests {
     @Test("PUT on an automatic subscription makes it manual and keeps since")
     func putOnAuto() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
         let put = try subscribe(app, "bob", "m7")
         #expect(put.json["source"] as? String == "manual")
         #expect(put.json["reason"] as? String == "manual")
@@ -237,7 +237,7 @@ struct SubscriptionRulesTests {
     @Test("DELETE with no row leaves an unsubscribed row, and the ordering guard applies to later triggers")
     func deleteWithoutRow() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past)], client: client)
         let off = try unsubscribe(app, "dave", "m7")
         #expect(off.status == 200)
         #expect(off.json["subscribed"] as? Bool == false)
@@ -245,7 +245,7 @@ struct SubscriptionRulesTests {
             "SELECT subscribed, unsubscribed_at FROM subscriptions WHERE app = $1 AND uid = 'dave' AND thread_id = 'm7'", [app.id])
         #expect(rows.count == 1)
         #expect(try rows[0].decode(0, as: Bool.self) == false)
-        _ = try app.post([Events.message("e2", id: "r1", sender: "carol", parent: "m7", at: past + 10, mentions: ["dave"])],
+        try app.ingest([Events.message("e2", id: "r1", sender: "carol", parent: "m7", at: past + 10, mentions: ["dave"])],
                          client: client)
         #expect(try state(app, "dave", "m7")["subscribed"] as? Bool == false)
     }
@@ -253,7 +253,7 @@ struct SubscriptionRulesTests {
     @Test("a repeated DELETE changes nothing: the row, its since and its unsubscribe time stay (SPEC §5.2)")
     func repeatedDelete() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         let query = "SELECT row(subscribed, since, unsubscribed_at, updated_at)::text FROM subscriptions WHERE app = $1 AND uid = 'alice' AND thread_id = 'm7'"
         #expect(try unsubscribe(app, "alice", "m7").json["subscribed"] as? Bool == false)
@@ -271,16 +271,16 @@ struct SubscriptionRulesTests {
         let unknown = try subscribe(app, "alice", "nope")
         #expect(unknown.status == 404)
         #expect(unknown.errorCode == "ERR_MESSAGE_ID_NOT_FOUND")
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         let outsider = try subscribe(app, "mallory", "m7")
         #expect(outsider.status == 403)
         #expect(outsider.errorCode == "ERR_MESSAGE_NO_ACCESS")
         #expect(try app.subscription("mallory", "m7", client: client).status == 403)
-        _ = try app.post([Events.delete("e3", id: "r1", parent: "m7", at: past + 20)], client: client)
+        try app.ingest([Events.delete("e3", id: "r1", parent: "m7", at: past + 20)], client: client)
         #expect(try subscribe(app, "alice", "r1").status == 404, "a deleted reply")
         #expect(try subscribe(app, "alice", "m7").status == 200, "its thread lives on")
-        _ = try app.post([Events.delete("e4", id: "m7", at: past + 30)], client: client)
+        try app.ingest([Events.delete("e4", id: "m7", at: past + 30)], client: client)
         for response in [try subscribe(app, "alice", "m7"), try unsubscribe(app, "alice", "m7"),
                          try app.subscription("alice", "m7", client: client), try subscribe(app, "mallory", "m7")] {
             #expect(response.status == 404)
@@ -291,7 +291,7 @@ struct SubscriptionRulesTests {
     @Test("group.deleted deletes every thread of the group")
     func groupDeleted() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.event("e2", "group.deleted", ["guid": "g1", "at": past + 100])], client: client)
         #expect(try subscribe(app, "bob", "m7").status == 404)
     }
@@ -299,7 +299,7 @@ struct SubscriptionRulesTests {
     @Test("bulk lookup: replies report their thread; unknown, deleted and inaccessible ids are false; over 1000 ids is 400")
     func lookup() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10),
                           Events.message("e3", id: "m8", sender: "carol", at: past),
                           Events.message("e4", id: "m9", sender: "bob", at: past),
@@ -320,7 +320,7 @@ struct SubscriptionRulesTests {
     @Test("leaving hides the user's subscriptions in the group at once; rejoining restores them")
     func lossOfAccess() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
         let lookup = { () throws -> Bool? in
             let response = try client.post("/v1/users/alice/subscriptions/lookup", token: app.serverKey, json: #"{"messageIds": ["m7"]}"#)
@@ -328,10 +328,10 @@ struct SubscriptionRulesTests {
         }
         #expect(try lookup() == true)
         for (index, type) in ["member.left", "member.kicked", "member.banned"].enumerated() {
-            _ = try app.post([Events.member("leave-\(index)", type, uid: "alice", at: past + 100 + Int64(index) * 100)], client: client)
+            try app.ingest([Events.member("leave-\(index)", type, uid: "alice", at: past + 100 + Int64(index) * 100)], client: client)
             #expect(try lookup() == false, "\(type)")
             #expect(try app.subscription("alice", "m7", client: client).status == 403)
-            _ = try app.post([Events.member("join-\(index)", "member.added", uid: "alice", at: past + 150 + Int64(index) * 100)],
+            try app.ingest([Events.member("join-\(index)", "member.added", uid: "alice", at: past + 150 + Int64(index) * 100)],
                              client: client)
             #expect(try lookup() == true, "back after rejoining")
             #expect(try state(app, "alice", "m7")["reason"] as? String == "reply", "the row was kept")
@@ -347,7 +347,7 @@ struct SubscriptionRulesTests {
     func snapshot() throws {
         let app = try environment.makeApp(prefix: "snap")
         #expect(try app.setMembers("g2", ["u1", "u2", "u3"], client: client).json["count"] as? Int == 3)
-        _ = try app.post([Events.message("e1", id: "m1", sender: "u1", group: "g2", at: past),
+        try app.ingest([Events.message("e1", id: "m1", sender: "u1", group: "g2", at: past),
                           Events.message("e2", id: "r1", sender: "u2", group: "g2", parent: "m1", at: past + 1)], client: client)
         #expect(try app.subscribed("u2", "m1", client: client) == true)
         #expect(try app.setMembers("g2", ["u1", "u3", "u4"], client: client).json["count"] as? Int == 3)
@@ -373,7 +373,7 @@ struct SubscriptionRulesTests {
     @Test("one-on-one threads: both users are members; a third user mentioned is not")
     func oneOnOne() throws {
         let app = try environment.makeApp(prefix: "dm")
-        _ = try app.post([Events.message("e1", id: "m1", sender: "alice", peer: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", peer: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "bob", peer: "alice", parent: "m1", at: past + 1,
                                          mentions: ["alice", "carol"])], client: client)
         #expect(try app.subscribed("alice", "m1", client: client) == true)
@@ -384,14 +384,14 @@ struct SubscriptionRulesTests {
     @Test("an unsubscribe holds over a trigger already received that is dated later than now (bus clock ahead)")
     func unsubscribeOverFutureDatedTrigger() throws {
         let app = try app()
-        _ = try app.post([Events.message("e1", id: "m7", sender: "bob", at: past),
+        try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: future, mentions: ["carol"])],
                          client: client)
         let off = try unsubscribe(app, "carol", "m7")
         #expect(off.json["subscribed"] as? Bool == false)
         #expect(off.json["since"] as? Int64 == future)
         #expect(try state(app, "carol", "m7")["subscribed"] as? Bool == false)
-        _ = try app.post([Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: future + 10, mentions: ["carol"])],
+        try app.ingest([Events.message("e3", id: "r2", sender: "alice", parent: "m7", at: future + 10, mentions: ["carol"])],
                          client: client)
         #expect(try state(app, "carol", "m7")["subscribed"] as? Bool == true, "a newer mention still re-subscribes")
     }

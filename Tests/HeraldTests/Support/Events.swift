@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 
 /// Builds CloudEvents JSON for the ingest tests.
 enum Events {
@@ -50,6 +51,18 @@ enum Events {
 }
 
 extension TestApp {
+    /// Posts events that must be accepted: all of them, or `accepted` of them (the rest being
+    /// duplicates). Anything else — a rejected event, a 4xx — fails the calling test.
+    func ingest(_ events: [Any], client: HTTPClient, contentType: String = "application/cloudevents-batch+json",
+                accepted: Int? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let response = try post(events, client: client, contentType: contentType)
+        let expected = accepted ?? events.count
+        #expect(response.status == 200 && response.json["accepted"] as? Int == expected
+                    && response.json["rejected"] as? Int ?? 0 == 0,
+                "ingest of \(events.count) events, \(expected) to be accepted: \(response.status) \(response.text)",
+                sourceLocation: sourceLocation)
+    }
+
     /// Posts events as a batch with the ingest key; returns the response.
     func post(_ events: [Any], client: HTTPClient, contentType: String = "application/cloudevents-batch+json") throws -> HTTPResult {
         try client.post("/v1/events", token: ingestKey, json: Events.json(events), headers: ["Content-Type": contentType])

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPServer
 import Testing
+import JSON
 
 /// A whole number is an integer however it is written (`3`, `3.0`, `3e0`), as in JSON Schema: the
 /// OpenAPI document promises integers, and a client (or schemathesis) may send `3.0` for one.

@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 @testable import HeraldCore
 import Testing
 
