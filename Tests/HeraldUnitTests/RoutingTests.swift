@@ -73,9 +73,11 @@ struct RoutingTests {
         return reasons.first ?? (reply ? "allReplies" : "allMessages")
     }
 
-    @Test("every preference value × subscription × mention × quote × quiet rule × bypass, group and one-on-one",
-          arguments: [Routing.ConversationType.group, .oneOnOne])
-    func exhaustive(type: Routing.ConversationType) {
+    /// The conversation type chooses which preferences apply (`Preferences.init(user:app:type:)`,
+    /// covered by PreferenceTests); the decision reads only the preferences, so the table runs once.
+    @Test("every preference value × subscription × mention × quote × quiet rule × bypass")
+    func exhaustive() {
+        let type = Routing.ConversationType.group
         var checked = 0
         for reply in [false, true] {
             for category in (reply ? Self.repliesValues : Self.messagesValues) {
@@ -96,7 +98,12 @@ struct RoutingTests {
                                         let got = Routing.decide(input)
                                         #expect(got.reason == want, "reply \(reply) \(category) quoted \(quoted) \(subscription) \(mention) quotes \(quotes) \(quiet) \(bypass)")
                                         #expect(got.notified == (want.first!.isLowercase))
-                                        #expect(!got.steps.isEmpty)
+                                        // the steps end with the outcome: the notification and its reason, or the skip
+                                        if got.notified {
+                                            #expect(got.steps.last == "notify: \(want)")
+                                        } else {
+                                            #expect(got.steps.last.map { !$0.hasPrefix("notify") } == true)
+                                        }
                                         checked += 1
                                     }
                                 }

@@ -30,6 +30,9 @@ public final class JobWaiter: Sendable {
         self.metrics = metrics
     }
 
+    /// Claims waiting now (one being tried is not counted while it is).
+    public var waitingCount: Int { waiting.withLock { $0.count } }
+
     /// Adds a claim to wait; it is answered at once if the waiter is stopping.
     func wait(_ item: Waiting) {
         if stopping.load(ordering: .relaxed) {

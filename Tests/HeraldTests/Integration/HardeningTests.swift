@@ -52,7 +52,9 @@ struct HardeningTests {
         let fresh = try HTTPClient(port: server.port).raw(Array("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8),
                                                          seconds: 5)
         #expect(fresh.responses.first?.status == 200, "answered while the slow connections are open")
-        #expect(server.http.openConnections <= 41, "the table stays at its limit: \(server.http.openConnections)")
+        // evicted sockets are shut down at once; libmicrohttpd reports them closed on its next pass
+        // (well before the 2 s header deadline would close them anyway)
+        #expect(eventually(seconds: 0.5) { server.http.openConnections <= 41 }, "the table keeps to its limit: \(server.http.openConnections)")
 
         // The newest slow connection is closed at the 2 s header deadline however it dribbles.
         #expect(Self.closedWhileDribbling(slow.last!, seconds: 6), "a dribbling connection is closed at the deadline")

@@ -135,8 +135,10 @@ struct JobsTests {
         try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         let first = try #require(try claim(app, lease: 1).first)
         #expect(try claim(app).isEmpty, "leased jobs are not handed out twice")
-        usleep(1_200_000)
-        let second = try #require(try claim(app).first)
+        // the job comes back once the 1 s lease has run out
+        var returned: [[String: Any]] = []
+        #expect(try eventually(seconds: 10) { returned = try claim(app); return !returned.isEmpty })
+        let second = try #require(returned.first)
         #expect(second["id"] as? String == first["id"] as? String)
         #expect(second["attempt"] as? Int == 2)
         let stale = try post("/v1/jobs/ack", app, ["jobs": [["id": first["id"]!, "attempt": 1]]])
@@ -226,7 +228,8 @@ struct JobsTests {
             (try? HTTPClient(port: environment.server.port).post("/v1/jobs/claim", token: app.workerKey, json: #"{"waitSeconds": 10}"#))
                 .flatMap { ($0.json["jobs"] as? [Any])?.count } ?? -1
         }
-        usleep(300_000)
+        let waiter = environment.server.service.services.jobWaiter
+        #expect(eventually(seconds: 5) { waiter.waitingCount >= 1 }, "the claim waits before the job arrives")
         try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past)], client: client)
         #expect(waiting.wait(seconds: 15) == 1)
         #expect(Date().timeIntervalSince(started) < 5, "woke when the job arrived, not at the end of the wait")
@@ -326,7 +329,8 @@ struct JobsTests {
                     .flatMap { $0.status == 200 ? ($0.json["jobs"] as? [Any])?.count : nil } ?? -1
             }
         }
-        usleep(500_000)
+        let waiter = environment.server.service.services.jobWaiter
+        #expect(eventually(seconds: 5) { waiter.waitingCount >= 20 }, "all 20 claims wait")
         // The server has 8 threads and 20 claims wait: it still answers at once.
         let started = Date()
         for _ in 0..<10 { #expect(try client.get("/healthz").status == 200) }
