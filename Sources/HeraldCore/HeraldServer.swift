@@ -8,6 +8,8 @@ public final class HeraldServer: Sendable {
     public let http: HTTPServer
     public let database: PostgresPool
     public let maintenance: Maintenance
+    /// What runs, in start order; shutdown stops it in reverse (swift-service-lifecycle's shape).
+    let components: [any Component]
 
     /// The port actually bound (useful with port 0).
     public var port: Int { http.port }
@@ -43,26 +45,48 @@ public final class HeraldServer: Sendable {
             maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
             headerTimeoutSeconds: configuration.headerTimeoutSeconds, maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
-        try http.start()
-        maintenance.start()
-        fanout.start()
-        jobWaiter.start()
-        service.services.inboxRefresher.start()
+        // The workers first, then the listener; the long-poll waiter last, so that it is the
+        // first stopped: its claims are answered before the listener drains.
+        components = [maintenance, fanout, service.services.inboxRefresher,
+                      Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds)), jobWaiter]
+        for (index, component) in components.enumerated() {
+            do {
+                try component.start()
+            } catch {
+                // the address cannot be bound: what started stops again, in reverse
+                for started in components[..<index].reversed() { started.stop() }
+                database.close()
+                throw error
+            }
+        }
         logger.info("listening", ["host": .string(configuration.listenHost), "port": .int(http.port),
                                   "threads": .int(configuration.threads), "schemaVersion": .int(migrator.latestVersion)])
     }
 
     /// Stops accepting, finishes requests in flight, then closes the database pool.
     public func shutdown() {
-        let configuration = service.services.configuration
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
-        // Waiting claims are answered first, so that they do not hold the drain.
-        service.services.jobWaiter.stop()
-        http.shutdown(drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))
-        maintenance.stop()
-        service.services.fanout.stop()
-        service.services.inboxRefresher.stop()
+        for component in components.reversed() { component.stop() }
         database.close()
         service.services.logger.info("stopped")
     }
+}
+
+/// A part of a running Herald with a start and a stop.
+protocol Component: Sendable {
+    func start() throws
+    func stop()
+}
+
+extension FanoutWorker: Component {}
+extension JobWaiter: Component {}
+extension InboxRefresher: Component {}
+extension Maintenance: Component {}
+
+/// The HTTP server as a component: stopping it stops accepting and drains the requests in flight.
+struct Listener: Component {
+    let http: HTTPServer
+    let drainTimeoutSeconds: Double
+    func start() throws { try http.start() }
+    func stop() { http.shutdown(drainTimeoutSeconds: drainTimeoutSeconds) }
 }

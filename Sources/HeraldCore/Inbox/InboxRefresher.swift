@@ -19,12 +19,7 @@ public final class InboxRefresher: Sendable {
     /// Least time between two rounds: more replies are coalesced into one update per row.
     let spacingMilliseconds: Int
     let batch: Int
-    private let signal = DispatchSemaphore(value: 0)
-    /// Set by `wake()` until the loop looks: one signal however many requests wake it.
-    private let pending = Atomic<Bool>(false)
-    private let stopping = Atomic<Bool>(false)
-    private let running = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let loop = BackgroundLoop(label: "herald.inbox-refresh", qos: .utility)
 
     public init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500) {
         self.database = database
@@ -34,42 +29,25 @@ public final class InboxRefresher: Sendable {
     }
 
     public func start() {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        DispatchQueue(label: "herald.inbox-refresh", qos: .utility).async { [self] in
-            while !stopping.load(ordering: .relaxed) {
-                var refreshed = 0
-                pending.store(false, ordering: .relaxed)
-                do {
-                    refreshed = try runOnce()
-                } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
-                    refreshed = 0
-                } catch {
-                    logger.warn("inbox refresh failed", ["error": .string(String(describing: error))])
-                }
-                if refreshed > 0 {
-                    usleep(UInt32(spacingMilliseconds * 1000))
-                } else {
-                    // Idle: until ingest lists a thread, or a second (other instances' threads).
-                    _ = signal.wait(timeout: .now() + 1)
-                }
+        loop.start { [self] in
+            var refreshed = 0
+            do {
+                refreshed = try runOnce()
+            } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
+                refreshed = 0
+            } catch {
+                logger.warn("inbox refresh failed", ["error": .string(String(describing: error))])
             }
-            finished.signal()
+            // After a round, the spacing whatever wakes it (more replies coalesce into one update
+            // per row); idle, until ingest lists a thread or a second (other instances' threads).
+            return refreshed > 0 ? .rest(seconds: Double(spacingMilliseconds) / 1000) : .idle(seconds: 1)
         }
     }
 
-    /// Ingest listed threads: look soon.
-    public func wake() {
-        if !pending.exchange(true, ordering: .relaxed) { signal.signal() }
-    }
+    /// Ingest listed threads: look soon (wakes that come together count once).
+    public func wake() { loop.wake() }
 
-    public func stop() {
-        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
-        signal.signal()
-        if finished.wait(timeout: .now() + 30) == .success {
-            stopping.store(false, ordering: .relaxed)
-            running.store(false, ordering: .relaxed)
-        }
-    }
+    public func stop() { loop.stop(timeout: 30) }
 
     /// One round; returns how many threads were refreshed.
     @discardableResult

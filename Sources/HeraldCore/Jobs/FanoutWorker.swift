@@ -12,10 +12,7 @@ public final class FanoutWorker: Sendable {
     let metrics: Metrics
     let leaseSeconds: Int
     let chunkSize: Int
-    private let signal = DispatchSemaphore(value: 0)
-    private let stopping = Atomic<Bool>(false)
-    private let running = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let loop = BackgroundLoop(label: "herald.fanout")
 
     public init(database: PostgresPool, logger: Logger, metrics: Metrics, leaseSeconds: Int = 60, chunkSize: Int = 1000) {
         self.database = database
@@ -26,37 +23,24 @@ public final class FanoutWorker: Sendable {
     }
 
     public func start() {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        DispatchQueue(label: "herald.fanout", qos: .userInitiated).async { [self] in
-            while !stopping.load(ordering: .relaxed) {
-                var worked = false
-                do {
-                    worked = try runTask()
-                } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
-                    worked = false
-                } catch {
-                    logger.error("fan-out failed", ["error": .string(String(describing: error))])
-                }
-                // Idle: wait for a wake-up from ingest, or look again in a second (other instances'
-                // tasks, leases that ran out).
-                if !worked { _ = signal.wait(timeout: .now() + 1) }
+        loop.start { [self] in
+            do {
+                if try runTask() { return .again }
+            } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
+                // the database is away (readiness reports it): look again later
+            } catch {
+                logger.error("fan-out failed", ["error": .string(String(describing: error))])
             }
-            finished.signal()
+            // Idle: until ingest wakes it, or a second (other instances' tasks, leases that ran out).
+            return .idle(seconds: 1)
         }
     }
 
     /// Asks the worker to look for tasks now.
-    public func wake() { signal.signal() }
+    public func wake() { loop.wake() }
 
     /// Stops after the chunk in progress; `start()` may run it again.
-    public func stop() {
-        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
-        signal.signal()
-        if finished.wait(timeout: .now() + 30) == .success {
-            stopping.store(false, ordering: .relaxed)
-            running.store(false, ordering: .relaxed)
-        }
-    }
+    public func stop() { loop.stop(timeout: 30) }
 
     /// Leases one task and works it to the end; false when there was none.
     @discardableResult
@@ -79,7 +63,7 @@ public final class FanoutWorker: Sendable {
         var after = try row.decode(6, as: String?.self)
         let started = monotonicNanoseconds()
         var chunks = 0
-        while !stopping.load(ordering: .relaxed) {
+        while !loop.isStopping {
             var produced = 0
             let done = try database.withTransaction { connection -> Bool in
                 // Fencing: the chunk counts only if the task is still where this worker left it.

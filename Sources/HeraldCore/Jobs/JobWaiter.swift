@@ -20,10 +20,9 @@ public final class JobWaiter: Sendable {
     let database: PostgresPool
     let metrics: Metrics
     private let waiting = Mutex<[Waiting]>([])
-    private let signal = DispatchSemaphore(value: 0)
-    private let stopping = Atomic<Bool>(false)
-    private let running = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    private let loop = BackgroundLoop(label: "herald.jobs.wait")
+    /// Set by `stop()`: a claim that comes later is answered at once, never left waiting.
+    private let closed = Atomic<Bool>(false)
 
     public init(database: PostgresPool, metrics: Metrics) {
         self.database = database
@@ -35,37 +34,35 @@ public final class JobWaiter: Sendable {
 
     /// Adds a claim to wait; it is answered at once if the waiter is stopping.
     func wait(_ item: Waiting) {
-        if stopping.load(ordering: .relaxed) {
+        if closed.load(ordering: .relaxed) {
             item.deferral.complete(Response.jsonText("{\"jobs\":[]}"))
             return
         }
         waiting.withLock { $0.append(item) }
-        signal.signal()
+        loop.wake()
     }
 
     /// New jobs may exist: look now.
-    public func wake() { signal.signal() }
+    public func wake() { loop.wake() }
 
     public func start() {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        DispatchQueue(label: "herald.jobs.wait", qos: .userInitiated).async { [self] in
-            while !stopping.load(ordering: .relaxed) {
-                _ = signal.wait(timeout: .now() + .milliseconds(250))
-                pass()
-            }
+        closed.store(false, ordering: .relaxed)
+        // Every 250 ms or when woken (new jobs, a new claim); then tries every waiting claim.
+        loop.start(pass: { [self] in
+            pass()
+            return .idle(seconds: 0.25)
+        }, drain: { [self] in
             // Answer whoever still waits, so that shutdown can drain.
             for item in waiting.withLock({ state in defer { state.removeAll() }; return state }) {
                 item.deferral.complete(Response.jsonText("{\"jobs\":[]}"))
             }
-            finished.signal()
-        }
+        })
     }
 
     /// Answers every waiting claim and stops; claims that arrive afterwards do not wait.
     public func stop() {
-        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
-        signal.signal()
-        _ = finished.wait(timeout: .now() + 10)
+        closed.store(true, ordering: .relaxed)
+        loop.stop(timeout: 10)
     }
 
     /// Tries every waiting claim once.

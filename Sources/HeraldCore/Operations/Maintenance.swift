@@ -10,8 +10,7 @@ public final class Maintenance: Sendable {
     let database: PostgresPool
     let logger: Logger
     let intervalSeconds: Double
-    private let stopped = DispatchSemaphore(value: 0)
-    private let running = Atomic<Bool>(false)
+    private let loop = BackgroundLoop(label: "herald.maintenance", qos: .utility, firstWait: .rest(seconds: 60))
 
     public init(database: PostgresPool, retentionDays: Int, logger: Logger, intervalSeconds: Double = 3600) {
         self.database = database
@@ -22,27 +21,19 @@ public final class Maintenance: Sendable {
 
     /// Starts the loop: a pass soon after start, then every `intervalSeconds`.
     public func start() {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        // A serial queue of its own: Dispatch runs it on an overcommitting thread, so blocking
-        // on the database there never starves Swift's cooperative pool.
-        DispatchQueue(label: "herald.maintenance", qos: .utility).async { [self] in
-            var wait = 60.0
-            while stopped.wait(timeout: .now() + wait) == .timedOut {
-                do {
-                    let removed = try runOnce()
-                    if removed > 0 { logger.info("maintenance", ["removed": .int(removed)]) }
-                } catch {
-                    logger.warn("maintenance failed", ["error": .string(String(describing: error))])
-                }
-                wait = intervalSeconds
+        loop.start { [self] in
+            do {
+                let removed = try runOnce()
+                if removed > 0 { logger.info("maintenance", ["removed": .int(removed)]) }
+            } catch {
+                logger.warn("maintenance failed", ["error": .string(String(describing: error))])
             }
+            return .rest(seconds: intervalSeconds)
         }
     }
 
-    /// Stops the loop (it finishes a pass in progress first).
-    public func stop() {
-        if running.load(ordering: .relaxed) { stopped.signal() }
-    }
+    /// Stops the loop; a pass in progress finishes first (waited for up to 10 s).
+    public func stop() { loop.stop(timeout: 10) }
 
     /// One pass; returns how many rows were removed.
     @discardableResult
