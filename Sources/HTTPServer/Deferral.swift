@@ -59,5 +59,6 @@ extension Response {
     /// Returned by a responder that will answer through `request.deferral`.
     public static let deferred = Response(status: 0)
 
+    /// Whether this is `deferred`: the answer comes later.
     public var isDeferred: Bool { status == 0 }
 }

@@ -31,6 +31,7 @@ public final class HTTPServer: @unchecked Sendable {
         /// The largest body accepted; a larger one is discarded and marked `bodyTooLarge`.
         public var maxBodyBytes: Int
 
+        /// The defaults are `herald serve`'s (see `Configuration` in HeraldCore).
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = 16,
                     maxConnections: Int = 1024, connectionTimeoutSeconds: Int = 60, headerTimeoutSeconds: Int = 10,
                     maxBodyBytes: Int = 4 * 1024 * 1024) {
@@ -47,6 +48,7 @@ public final class HTTPServer: @unchecked Sendable {
     /// Turns a request into a response; runs on a server thread and may block.
     public typealias Responder = @Sendable (Request) -> Response
 
+    /// What the server was started with.
     public let configuration: Configuration
     let responder: Responder
     private var daemon: OpaquePointer?
@@ -56,6 +58,7 @@ public final class HTTPServer: @unchecked Sendable {
     let draining = Atomic<Bool>(false)
     let connections: ConnectionTable
 
+    /// A server that is not listening yet: `start()` binds and serves.
     public init(configuration: Configuration, responder: @escaping Responder) {
         self.configuration = configuration
         self.responder = responder
@@ -209,7 +212,9 @@ public final class HTTPServer: @unchecked Sendable {
 
 /// The server could not start.
 public struct HTTPServerError: Error, Sendable, CustomStringConvertible {
+    /// What failed, for the log.
     public let message: String
+    /// The message.
     public var description: String { message }
 }
 

@@ -22,6 +22,7 @@ public struct Request: Sendable {
     /// percent-decoded; `path` holds them with U+FFFD, so they must not be used as ids.
     public let invalidPathSegments: [Int]
 
+    /// A request as the server builds it (tests build them too).
     public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
                 body: [UInt8] = [], bodyTooLarge: Bool = false, id: String = "test", startedAt: UInt64 = 0,
                 deferral: Deferral? = nil, invalidPathSegments: [Int] = []) {

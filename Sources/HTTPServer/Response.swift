@@ -2,10 +2,14 @@ import FoundationEssentials
 
 /// An HTTP response: status, headers and a body held in memory.
 public struct Response: Sendable {
+    /// The HTTP status.
     public var status: Int
+    /// Response headers, in order (names as written).
     public var headers: [(name: String, value: String)]
+    /// The body bytes.
     public var body: [UInt8]
 
+    /// A response with a status, headers and body.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers

@@ -26,6 +26,7 @@ public struct Router<Value: Sendable>: Sendable {
     /// Routes by their count of segments: a path is compared only with patterns of its length.
     private var routesByLength: [Int: [Route]] = [:]
 
+    /// An empty router.
     public init() {}
 
     /// Every registered (method, pattern) pair, in registration order.

@@ -6,13 +6,17 @@
 /// JSON Schema calls integers too), `.double` otherwise. Nesting is limited to `maxDepth` so
 /// hostile input cannot exhaust the stack.
 public struct JSONParser {
+    /// Why a text is not (acceptable) JSON, and where.
     public struct SyntaxError: Error, Sendable, Equatable {
+        /// The byte offset of the problem.
         public let offset: Int
+        /// What is wrong there.
         public let message: String
         /// The key, for a key given twice in one object.
         public var field: String? = nil
     }
 
+    /// The deepest nesting accepted by default.
     public static let maxDepth = 128
 
     private let bytes: [UInt8]

@@ -15,6 +15,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// Any JSON value, through `Decodable`.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
@@ -34,6 +35,7 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
+    /// The value as JSON, through `Encodable`.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         switch self {
@@ -50,8 +52,11 @@ public enum JSONValue: Sendable, Hashable, Codable {
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+    /// A string literal is `.string`.
     public init(stringLiteral value: String) { self = .string(value) }
+    /// An integer literal is `.int`.
     public init(integerLiteral value: Int) { self = .int(value) }
+    /// A boolean literal is `.bool`.
     public init(booleanLiteral value: Bool) { self = .bool(value) }
 }
 

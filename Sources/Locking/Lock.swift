@@ -8,6 +8,7 @@ public final class Lock<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var state: State
 
+    /// A lock guarding `state`.
     public init(_ state: State) {
         self.state = state
         mutex = .allocate(capacity: 1)

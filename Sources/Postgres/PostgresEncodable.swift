@@ -7,34 +7,42 @@ public protocol PostgresEncodable: Sendable {
 }
 
 extension String: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { self }
 }
 
 extension Substring: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { String(self) }
 }
 
 extension Int: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { String(self) }
 }
 
 extension Int64: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { String(self) }
 }
 
 extension Int32: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { String(self) }
 }
 
 extension Double: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { String(self) }
 }
 
 extension Bool: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? { self ? "t" : "f" }
 }
 
 extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
+    /// The value as PostgreSQL text input.
     public var postgresText: String? {
         switch self {
         case .none: return nil
@@ -45,8 +53,11 @@ extension Optional: PostgresEncodable where Wrapped: PostgresEncodable {
 
 /// A `bytea` parameter.
 public struct PostgresBytes: PostgresEncodable, Hashable {
+    /// The raw bytes.
     public var bytes: [UInt8]
+    /// Bytes to send as `bytea`.
     public init(_ bytes: [UInt8]) { self.bytes = bytes }
+    /// The value as PostgreSQL text input.
     public var postgresText: String? {
         let digits: [UInt8] = Array("0123456789abcdef".utf8)
         var out: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "x")]

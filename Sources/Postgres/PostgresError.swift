@@ -5,7 +5,9 @@
 public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// What kind of failure this is; extensible like PostgresNIO's `PSQLError.Code`.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
+        /// The code's name.
         public let rawValue: String
+        /// A code by name (extensible).
         public init(_ rawValue: String) { self.rawValue = rawValue }
         /// The connection could not be made, or broke (server down or restarting).
         public static let connectionFailure = Code("connectionFailure")
@@ -19,19 +21,24 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         public static let decoding = Code("decoding")
         /// A parameter cannot be sent (it holds a NUL byte).
         public static let invalidParameter = Code("invalidParameter")
+        /// The code's name.
         public var description: String { rawValue }
     }
 
+    /// What kind of failure this is.
     public var code: Code
     /// The five-character SQLSTATE, when the server sent one (`23505` unique violation, …).
     public var sqlState: String?
     /// The server's primary message, or libpq's.
     public var message: String
+    /// The server's detail line, when it sent one.
     public var detail: String?
+    /// The constraint a violation names, when the server sent it.
     public var constraint: String?
     /// The statement that failed; never its parameter values.
     public var sql: String?
 
+    /// An error of a kind, with what the server or libpq said.
     public init(code: Code, sqlState: String? = nil, message: String, detail: String? = nil,
                 constraint: String? = nil, sql: String? = nil) {
         self.code = code
@@ -58,6 +65,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// True for a unique-constraint violation (`23505`).
     public var isUniqueViolation: Bool { sqlState == "23505" }
 
+    /// Code, SQLSTATE and message, for the log; never parameter values.
     public var description: String {
         var parts = ["PostgresError(\(code)"]
         if let sqlState { parts.append("sqlState: \(sqlState)") }

@@ -16,8 +16,10 @@ public final class PostgresPool: Sendable {
         public var size: Int
         /// How long a caller waits for a free connection before `poolTimeout`.
         public var acquireTimeoutSeconds: Double
+        /// `application_name` unless the connection string sets it.
         public var applicationName: String
 
+        /// The pool's settings; the connection string is libpq's (URL or conninfo).
         public init(connectionString: String, size: Int = 16, acquireTimeoutSeconds: Double = 5,
                     applicationName: String = "herald") {
             self.connectionString = connectionString
@@ -32,12 +34,14 @@ public final class PostgresPool: Sendable {
         var closed = false
     }
 
+    /// What the pool was made with.
     public let configuration: Configuration
     private let slots: DispatchSemaphore
     private let state = Lock(State())
     private let inUseCount = Atomic<Int>(0)
     private let waitingCount = Atomic<Int>(0)
 
+    /// A pool that opens connections as they are first needed.
     public init(configuration: Configuration) {
         self.configuration = configuration
         self.slots = DispatchSemaphore(value: configuration.size)

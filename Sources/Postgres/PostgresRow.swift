@@ -12,8 +12,11 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
         self.affectedRows = affectedRows
     }
 
+    /// `RandomAccessCollection`: rows from 0.
     public var startIndex: Int { 0 }
+    /// `RandomAccessCollection`: the row count.
     public var endIndex: Int { storage.count }
+    /// The row at `position`.
     public subscript(position: Int) -> PostgresRow {
         PostgresRow(columns: columns, values: storage[position])
     }
@@ -21,6 +24,7 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 
 /// One row: text-format values with typed access by position or by column name.
 public struct PostgresRow: Sendable {
+    /// Column names in order.
     public let columns: [String]
     /// The raw text values, nil for SQL NULL.
     public let values: [String?]
@@ -53,22 +57,27 @@ public protocol PostgresDecodable: Sendable {
 }
 
 extension String: PostgresDecodable {
+    /// Parsed from PostgreSQL's text output; nil if it does not parse.
     public static func decode(postgresText: String?) -> String? { postgresText }
 }
 
 extension Int: PostgresDecodable {
+    /// Parsed from PostgreSQL's text output; nil if it does not parse.
     public static func decode(postgresText: String?) -> Int? { postgresText.flatMap { Int($0) } }
 }
 
 extension Int64: PostgresDecodable {
+    /// Parsed from PostgreSQL's text output; nil if it does not parse.
     public static func decode(postgresText: String?) -> Int64? { postgresText.flatMap { Int64($0) } }
 }
 
 extension Double: PostgresDecodable {
+    /// Parsed from PostgreSQL's text output; nil if it does not parse.
     public static func decode(postgresText: String?) -> Double? { postgresText.flatMap { Double($0) } }
 }
 
 extension Bool: PostgresDecodable {
+    /// Parsed from PostgreSQL's text output; nil if it does not parse.
     public static func decode(postgresText: String?) -> Bool? {
         switch postgresText {
         case "t", "true": return true
@@ -106,6 +115,7 @@ extension PostgresBytes: PostgresDecodable {
 
 /// SQL NULL reads as nil; any other value must parse as `Wrapped`.
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
+    /// Parsed from PostgreSQL's text output; nil if it does not parse.
     public static func decode(postgresText: String?) -> Wrapped?? {
         guard let text = postgresText else { return .some(nil) }
         guard let value = Wrapped.decode(postgresText: text) else { return nil }
