@@ -2,12 +2,17 @@
 public struct PostgresRows: Sendable, RandomAccessCollection {
     /// Column names in order.
     public let columns: [String]
+    /// Each column name's position (the first, if a name repeats), built once per result.
+    let positions: [String: Int]
     let storage: [[String?]]
     /// The count of rows the statement affected (`INSERT`/`UPDATE`/`DELETE`), 0 for others.
     public let affectedRows: Int
 
     init(columns: [String], rows: [[String?]], affectedRows: Int) {
         self.columns = columns
+        var positions: [String: Int] = [:]
+        for (index, name) in columns.enumerated() where positions[name] == nil { positions[name] = index }
+        self.positions = positions
         self.storage = rows
         self.affectedRows = affectedRows
     }
@@ -18,7 +23,7 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
     public var endIndex: Int { storage.count }
     /// The row at `position`.
     public subscript(position: Int) -> PostgresRow {
-        PostgresRow(columns: columns, values: storage[position])
+        PostgresRow(columns: columns, positions: positions, values: storage[position])
     }
 }
 
@@ -26,6 +31,7 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 public struct PostgresRow: Sendable {
     /// Column names in order.
     public let columns: [String]
+    let positions: [String: Int]
     /// The raw text values, nil for SQL NULL.
     public let values: [String?]
 
@@ -41,9 +47,10 @@ public struct PostgresRow: Sendable {
         return value
     }
 
-    /// The value of the column named `name` as `T`.
+    /// The value of the column named `name` as `T` (a hash lookup: as cheap as by position, and
+    /// a reordered SELECT cannot shift fields). Name computed columns with `AS`.
     public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-        guard let index = columns.firstIndex(of: name) else {
+        guard let index = positions[name] else {
             throw PostgresError(code: .decoding, message: "no column named \(name)")
         }
         return try decode(index, as: type)

@@ -19,12 +19,13 @@ extension Fanout {
             SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
                    m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
-                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid),
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid),
+                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
+                       AS mentioned,
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid) AS preferences,
                    (SELECT mu.until FROM user_mutes mu
                      WHERE mu.app = $1 AND mu.uid = k.uid
                        AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(m.group_id, m.sender)),
+                       AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
                    m.parent_id, j.ready_id, j.reason
               FROM k
               JOIN subscriptions s ON s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
@@ -50,22 +51,22 @@ extension Fanout {
         var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
         var upgrades: [(id: Int64, reason: String)] = []
         for row in rows {
-            let uid = try row.decode(0, as: String.self)
-            let conversation = try row.decode(6, as: String?.self).map(Conversation.group)
-                ?? Conversation.oneOnOne(try row.decode(7, as: String.self), try row.decode(8, as: String.self))
+            let uid = try row.decode("uid", as: String.self)
+            let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
+                ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
             let message = DomainEvent.MessageCreated(
-                id: try row.decode(1), sender: try row.decode(5), conversation: conversation, parentID: try row.decode(22),
-                parentSender: nil, sentAt: try row.decode(9), category: try row.decode(10, as: String?.self) ?? "message", type: nil,
-                text: try row.decode(11), mentions: [], mentionsAll: try row.decode(12), quotedMessageID: nil,
-                quotedSender: try row.decode(13), sendNotification: try row.decode(14))
-            let unsubscribedAt = try row.decode(18, as: Int64?.self)
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode(15), since: try row.decode(16),
-                                                         manualAt: try row.decode(17), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
+                id: try row.decode("id"), sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"),
+                parentSender: nil, sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil,
+                text: try row.decode("text"), mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil,
+                quotedSender: try row.decode("quoted_sender"), sendNotification: try row.decode("send_notification"))
+            let unsubscribedAt = try row.decode("unsubscribed_at", as: Int64?.self)
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
             guard subscription == .subscribed else { continue }
-            let preferences = try row.decode(20, as: String?.self)
+            let preferences = try row.decode("preferences", as: String?.self)
                 .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
-            let mentioned = try row.decode(19, as: Bool.self)
-            let muted = try row.decode(21, as: Int64?.self)
+            let mentioned = try row.decode("mentioned", as: Bool.self)
+            let muted = try row.decode("muted_until", as: Int64?.self)
             func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {
                 Routing.decide(Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
                                           preferences: preferences, settings: settings, mutedUntil: muted, now: now))
@@ -73,17 +74,17 @@ extension Fanout {
             // What the message's routing saw before this trigger was known, against what it sees now.
             let decision = decide(.subscribed)
             guard decision.notified else { continue }
-            if let existing = try row.decode(24, as: String?.self) {
+            if let existing = try row.decode("reason", as: String?.self) {
                 // A job made without the subscription: a stronger reason (subscribedThread over
                 // allReplies) while no worker has it yet.
-                if let job = try row.decode(23, as: Int64?.self), let old = Routing.Reason(rawValue: existing),
+                if let job = try row.decode("ready_id", as: Int64?.self), let old = Routing.Reason(rawValue: existing),
                    let new = Routing.Reason(rawValue: decision.reason), new < old {
                     upgrades.append((job, decision.reason))
                 }
                 continue
             }
             guard !decide(unsubscribedAt == nil ? .none : .unsubscribed).notified else { continue }
-            let event = IncomingEvent(source: try row.decode(2), id: try row.decode(3), type: try row.decode(4), event: .noEffect)
+            let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)
             jobs.append((Created(event: event, message: message), uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
         }
         if !upgrades.isEmpty {

@@ -34,11 +34,11 @@ struct Fanout {
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid),
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid) AS preferences,
                    (SELECT mu.until FROM user_mutes mu
                      WHERE mu.app = $1 AND mu.uid = mn.uid
                        AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(m.group_id, m.sender))
+                       AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until
               FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS x(id, at, n)
               JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
               JOIN mentions mn ON mn.app = $1 AND mn.message_id = x.id AND mn.at = x.at
@@ -54,21 +54,21 @@ struct Fanout {
         let now = currentTimeMilliseconds()
         var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
         for row in rows {
-            let item = withMentions[try row.decode(0, as: Int.self) - 1]
-            let uid = try row.decode(1, as: String.self)
+            let item = withMentions[try row.decode("n", as: Int.self) - 1]
+            let uid = try row.decode("uid", as: String.self)
             let edit = item.edit
             let message = DomainEvent.MessageCreated(
                 id: edit.id, sender: edit.sender, conversation: edit.conversation, parentID: edit.parentID, parentSender: nil,
-                sentAt: edit.editedAt, category: try row.decode(2, as: String?.self) ?? "message", type: nil,
-                text: try edit.text ?? row.decode(4, as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
-                quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode(3, as: Bool?.self))
-            let preferences = try row.decode(9, as: String?.self)
+                sentAt: edit.editedAt, category: try row.decode("category", as: String?.self) ?? "message", type: nil,
+                text: try edit.text ?? row.decode("text", as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
+                quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode("send_notification", as: Bool?.self))
+            let preferences = try row.decode("preferences", as: String?.self)
                 .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode(5), since: try row.decode(6), manualAt: try row.decode(7),
-                                                         unsubscribedAt: try row.decode(8), asOf: edit.editedAt)
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"), manualAt: try row.decode("manual_at"),
+                                                         unsubscribedAt: try row.decode("unsubscribed_at"), asOf: edit.editedAt)
             let decision = Routing.decide(Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
                                                      preferences: preferences, settings: settings,
-                                                     mutedUntil: try row.decode(10), now: now))
+                                                     mutedUntil: try row.decode("muted_until"), now: now))
             guard decision.notified else { continue }
             jobs.append((Created(event: item.event, message: message), uid, decision.reason,
                          Self.privacy(settings: settings, preferences: preferences)))
@@ -98,7 +98,7 @@ struct Fanout {
                                                WHERE gm.app = $1 AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
                                                LIMIT $3 + 1) c) > $3
                 """, [app, groups, settings.largeGroupThreshold]) {
-                large.insert(try row.decode(0, as: String.self))
+                large.insert(try row.decode("g", as: String.self))
             }
         }
         let deferred = created.filter { $0.message.conversation.groupID.map(large.contains) ?? false }
@@ -147,12 +147,12 @@ struct Fanout {
             SELECT c.message_id, c.uid,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
-                                                       AND mn.at = c.sent_at AND mn.uid = c.uid),
-                   up.preferences::text,
+                                                       AND mn.at = c.sent_at AND mn.uid = c.uid) AS mentioned,
+                   up.preferences::text AS preferences,
                    (SELECT mu.until FROM user_mutes mu
                      WHERE mu.app = $1 AND mu.uid = c.uid
                        AND mu.conversation_type = CASE WHEN c.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(c.group_id, c.sender))
+                       AND mu.conversation_id = coalesce(c.group_id, c.sender)) AS muted_until
               FROM candidates c
               LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
               LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
@@ -166,14 +166,14 @@ struct Fanout {
         var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
         var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
         for row in rows {
-            let messageID = try row.decode(0, as: String.self)
+            let messageID = try row.decode("message_id", as: String.self)
             guard let item = byID[messageID] else { continue }
-            let uid = try row.decode(1, as: String.self)
+            let uid = try row.decode("uid", as: String.self)
             if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode(2), since: try row.decode(3),
-                                                         manualAt: try row.decode(4), unsubscribedAt: try row.decode(5),
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: item.message.sentAt)
-            let text = try row.decode(7, as: String?.self)
+            let text = try row.decode("preferences", as: String?.self)
             let preferences: UserPreferences
             if let cached = parsed[uid] {
                 preferences = cached
@@ -193,8 +193,8 @@ struct Fanout {
                 resolved[key] = shared
             }
             let input = Self.input(item.message, recipient: uid, subscription: subscription,
-                                   mentionedExplicitly: try row.decode(6, as: Bool.self), preferences: preferences,
-                                   settings: settings, mutedUntil: try row.decode(8, as: Int64?.self), now: now, resolved: shared)
+                                   mentionedExplicitly: try row.decode("mentioned", as: Bool.self), preferences: preferences,
+                                   settings: settings, mutedUntil: try row.decode("muted_until", as: Int64?.self), now: now, resolved: shared)
             let decision = Routing.decide(input)
             guard decision.notified else { continue }
             jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
@@ -215,10 +215,10 @@ struct Fanout {
         // The badge: each recipient's unread thread count, now that this batch is applied.
         var badges: [String: Int] = [:]
         for row in try connection.query("""
-            SELECT uid, count(*) FROM subscriptions
+            SELECT uid, count(*) AS unread_threads FROM subscriptions
              WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND has_unread GROUP BY uid
             """, [app, Array(Set(jobs.map(\.recipient)))]) {
-            badges[try row.decode(0, as: String.self)] = try row.decode(1, as: Int.self)
+            badges[try row.decode("uid", as: String.self)] = try row.decode("unread_threads", as: Int.self)
         }
         let insert = """
             INSERT INTO jobs (app, message_id, recipient, reason, privacy, badge, event_source, event_id, event_type)

@@ -30,35 +30,36 @@ struct JobPayload {
     var text: String
     var lastError: String?
 
-    /// The select list that `init(row:)` reads, over a `jobs` row `j` and its message `m`.
+    /// The select list that `init(row:)` reads by name, over a `jobs` row `j` and its message `m`.
     static let columns = """
         j.id, j.attempt, j.app, j.recipient, j.created_at,
-        coalesce(j.event_source, m.event_source), coalesce(j.event_id, m.event_id), coalesce(j.event_type, m.event_type),
+        coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
+        coalesce(j.event_type, m.event_type) AS event_type,
         j.reason, j.privacy, j.badge, j.message_id, m.conversation_id, m.receiver_type, m.group_id, m.sender, m.sent_at,
-        m.parent_id, coalesce(m.text, ''), j.last_error
+        m.parent_id, coalesce(m.text, '') AS text, j.last_error
         """
 
     init(row: PostgresRow) throws {
-        id = try row.decode(0)
-        attempt = try row.decode(1)
-        app = try row.decode(2)
-        recipient = try row.decode(3)
-        createdAt = try row.decode(4)
-        eventSource = try row.decode(5)
-        eventID = try row.decode(6)
-        eventType = try row.decode(7)
-        reason = try row.decode(8)
-        privacy = try row.decode(9)
-        badge = try row.decode(10)
-        messageID = try row.decode(11)
-        conversationID = try row.decode(12)
-        receiverType = try row.decode(13)
-        groupID = try row.decode(14)
-        sender = try row.decode(15)
-        sentAt = try row.decode(16)
-        parentID = try row.decode(17)
-        text = try row.decode(18)
-        lastError = try row.decode(19)
+        id = try row.decode("id")
+        attempt = try row.decode("attempt")
+        app = try row.decode("app")
+        recipient = try row.decode("recipient")
+        createdAt = try row.decode("created_at")
+        eventSource = try row.decode("event_source")
+        eventID = try row.decode("event_id")
+        eventType = try row.decode("event_type")
+        reason = try row.decode("reason")
+        privacy = try row.decode("privacy")
+        badge = try row.decode("badge")
+        messageID = try row.decode("message_id")
+        conversationID = try row.decode("conversation_id")
+        receiverType = try row.decode("receiver_type")
+        groupID = try row.decode("group_id")
+        sender = try row.decode("sender")
+        sentAt = try row.decode("sent_at")
+        parentID = try row.decode("parent_id")
+        text = try row.decode("text")
+        lastError = try row.decode("last_error")
     }
 
     /// Title and body from the default or the privacy template.
