@@ -112,9 +112,9 @@ enum InboxAPI {
              ORDER BY page.activity DESC, page.thread_id COLLATE "C" DESC
             """
         let rows = try context.services.database.withConnection { try $0.query(sql, parameters) }
-        let totals = (threads: try rows.first?.decode(0, as: Int.self) ?? 0, mentions: try rows.first?.decode(1, as: Int.self) ?? 0)
+        let totals = (threads: try rows.first?.decode("threads", as: Int.self) ?? 0, mentions: try rows.first?.decode("mentions", as: Int.self) ?? 0)
         let items = try rows.filter { $0.values[4] != nil }.map {
-            (activity: try $0.decode(2, as: Int64.self), thread: try $0.decode(3, as: String.self), json: try $0.decode(4, as: String.self))
+            (activity: try $0.decode("activity", as: Int64.self), thread: try $0.decode("thread_id", as: String.self), json: try $0.decode("row", as: String.self))
         }
         let page = items.prefix(list.limit)
         let hasMore = items.count > list.limit

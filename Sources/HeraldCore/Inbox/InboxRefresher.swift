@@ -62,7 +62,7 @@ public final class InboxRefresher: Sendable {
         guard !stale.isEmpty else { return 0 }
         var byApp: [String: [(thread: String, group: String?)]] = [:]
         for row in stale {
-            byApp[try row.decode(0, as: String.self), default: []].append((try row.decode(1), try row.decode(2)))
+            byApp[try row.decode("app", as: String.self), default: []].append((try row.decode("thread_id"), try row.decode("group_id")))
         }
         var refreshed = 0
         for (app, threads) in byApp {

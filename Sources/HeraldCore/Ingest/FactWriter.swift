@@ -104,8 +104,8 @@ struct FactWriter {
                                         WHERE mn.app = $1 AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
                                           AND mn.at >= x.t AND mn.at < gm.joined_at))
                     """, [app, senders.map { $0.conversation.groupID! }, senders.map(\.sender), senders.map(\.sentAt)]) {
-                    evidenceGroups.append(try row.decode(0, as: String.self))
-                    evidenceUsers.append(try row.decode(1, as: String.self))
+                    evidenceGroups.append(try row.decode("g", as: String.self))
+                    evidenceUsers.append(try row.decode("u", as: String.self))
                 }
                 // Membership changes touch every thread of the group: they need the group exclusively.
                 var needed = LockSet()
@@ -146,11 +146,11 @@ struct FactWriter {
         if !rehome.isEmpty {
             for row in try connection.query("SELECT r_uid, r_thread, r_at FROM herald_rehome($1, $2, $3, $4)",
                                             [app, rehome.map(\.from), rehome.map(\.to), rehome.map(\.rootSender)]) {
-                let uid = try row.decode(0, as: String.self), thread = try row.decode(1, as: String.self)
+                let uid = try row.decode("r_uid", as: String.self), thread = try row.decode("r_thread", as: String.self)
                 keyUsers.append(uid)
                 keyThreads.append(thread)
                 keyAt.append(nil)
-                if let at = try row.decode(2, as: Int64?.self) { rehomeTriggers.append((uid, thread, at)) }
+                if let at = try row.decode("r_at", as: Int64?.self) { rehomeTriggers.append((uid, thread, at)) }
             }
             for move in rehome { touchedThreads.insert(move.to) }
         }
@@ -281,7 +281,7 @@ struct FactWriter {
                 event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id, event_type = EXCLUDED.event_type,
                 created_seen = true
             WHERE NOT m.created_seen
-            RETURNING id, xmax <> 0
+            RETURNING id, xmax <> 0 AS updated
             """, [app, created.map(\.id), created.map(\.conversation.id), created.map(\.conversation.receiverType), created.map(\.conversation.groupID),
                   created.map(\.conversation.userA), created.map(\.conversation.userB), created.map(\.sender), created.map(\.parentID),
                   created.map(\.parentSender), created.map(\.sentAt), created.map(\.text), created.map(\.mentionsAll), created.map(\.category),
@@ -291,7 +291,7 @@ struct FactWriter {
         let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
         // A row that existed already (an edit or a deletion arrived first) was updated, not
         // inserted (xmax set): its versions may hold a later text than the creation's.
-        let placeholders = try applied.filter { try $0.decode(1, as: Bool.self) }.map { try $0.decode(0, as: String.self) }
+        let placeholders = try applied.filter { try $0.decode("updated", as: Bool.self) }.map { try $0.decode("id", as: String.self) }
         let fresh = created.filter { appliedIDs.contains($0.id) }
         guard !fresh.isEmpty else { return ([], []) }
         // Mentions of edits that arrived first without parentId were filed under the message's
@@ -335,7 +335,7 @@ struct FactWriter {
         // Only a version seen for the first time notifies (not a republished edit).
         var fresh: Set<[UInt8]> = []
         for row in versions {
-            fresh.insert(Array(try row.decode(0, as: String.self).utf8) + [0] + Array(String(try row.decode(1, as: Int64.self)).utf8))
+            fresh.insert(Array(try row.decode("message_id", as: String.self).utf8) + [0] + Array(String(try row.decode("at", as: Int64.self)).utf8))
         }
         var ids: [String] = [], at: [Int64] = [], uids: [String] = [], conversations: [String] = [], threads: [String] = []
         for edit in e {

@@ -78,7 +78,7 @@ public struct IngestStore: Sendable {
                         """, [app, working.map(\.event.source), working.map(\.event.id), working.map(\.event.type)])
                     var isNew: Set<[UInt8]> = []
                     for row in fresh {
-                        isNew.insert(Array(try row.decode(0, as: String.self).utf8) + [0] + Array(try row.decode(1, as: String.self).utf8))
+                        isNew.insert(Array(try row.decode("source", as: String.self).utf8) + [0] + Array(try row.decode("id", as: String.self).utf8))
                     }
                     var accepted: [IncomingEvent] = []
                     for (index, event) in working {
@@ -146,9 +146,9 @@ public struct IngestStore: Sendable {
             -- (an edit or deletion first) make no thread row; their creation files them anew.
             SELECT t.parent_id, NULL, NULL FROM threads t WHERE t.app = $1 AND t.parent_id = ANY ($3::text[])
             """, [app, lookup, hosts]) {
-            let id = Array(try row.decode(0, as: String.self).utf8)
-            if let parent = try row.decode(1, as: String?.self) {
-                stored[id] = (parent, try row.decode(2, as: String?.self))
+            let id = Array(try row.decode("id", as: String.self).utf8)
+            if let parent = try row.decode("parent_id", as: String?.self) {
+                stored[id] = (parent, try row.decode("parent_sender", as: String?.self))
             } else {
                 hosting.insert(id)
             }

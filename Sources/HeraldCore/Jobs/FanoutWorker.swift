@@ -56,11 +56,11 @@ public final class FanoutWorker: Sendable {
                 """, [leaseSeconds])
         }
         guard let row = rows.first else { return false }
-        let app = try row.decode(0, as: String.self)
-        let taskID = try row.decode(1, as: Int64.self)
-        let event = IncomingEvent(source: try row.decode(2), id: try row.decode(3), type: try row.decode(4), event: .noEffect)
-        let messageID = try row.decode(5, as: String.self)
-        var after = try row.decode(6, as: String?.self)
+        let app = try row.decode("app", as: String.self)
+        let taskID = try row.decode("id", as: Int64.self)
+        let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)
+        let messageID = try row.decode("message_id", as: String.self)
+        var after = try row.decode("after_uid", as: String?.self)
         let started = monotonicNanoseconds()
         var chunks = 0
         while !loop.isStopping {
@@ -69,8 +69,8 @@ public final class FanoutWorker: Sendable {
                 // Fencing: the chunk counts only if the task is still where this worker left it.
                 let current = try connection.query(
                     "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
-                guard let state = current.first, try state.decode(1, as: Bool.self) == false,
-                      try state.decode(0, as: String?.self) == after else { return true }
+                guard let state = current.first, try state.decode("done", as: Bool.self) == false,
+                      try state.decode("after_uid", as: String?.self) == after else { return true }
                 // Under the thread's lock, as ingest: a deletion cannot slip past this chunk.
                 if let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection) {
                     var locks = LockSet()
@@ -107,9 +107,9 @@ public final class FanoutWorker: Sendable {
 /// A stored message as the fan-out needs it.
 enum StoredMessage {
     static func thread(app: String, id: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
-        guard let row = try connection.query("SELECT coalesce(parent_id, id), group_id FROM messages WHERE app = $1 AND id = $2",
+        guard let row = try connection.query("SELECT coalesce(parent_id, id) AS thread_id, group_id FROM messages WHERE app = $1 AND id = $2",
                                              [app, id]).first else { return nil }
-        return (try row.decode(0, as: String.self), try row.decode(1, as: String?.self))
+        return (try row.decode("thread_id", as: String.self), try row.decode("group_id", as: String?.self))
     }
 
     /// The message, unless it or its thread was deleted.
@@ -122,12 +122,12 @@ enum StoredMessage {
              WHERE m.app = $1 AND m.id = $2 AND m.created_seen AND m.deleted_at IS NULL
             """, [app, id])
         guard let row = rows.first else { return nil }
-        let conversation = try row.decode(1, as: String?.self).map(Conversation.group)
-            ?? Conversation.oneOnOne(try row.decode(2, as: String.self), try row.decode(3, as: String.self))
+        let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
+            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
         return DomainEvent.MessageCreated(
-            id: id, sender: try row.decode(0), conversation: conversation, parentID: try row.decode(4), parentSender: nil,
-            sentAt: try row.decode(5), category: try row.decode(6, as: String?.self) ?? "message", type: nil,
-            text: try row.decode(7), mentions: [], mentionsAll: try row.decode(8), quotedMessageID: nil,
-            quotedSender: try row.decode(9), sendNotification: try row.decode(10))
+            id: id, sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"), parentSender: nil,
+            sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil,
+            text: try row.decode("text"), mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil,
+            quotedSender: try row.decode("quoted_sender"), sendNotification: try row.decode("send_notification"))
     }
 }

@@ -186,11 +186,12 @@ enum JobsAPI {
     /// job's age in ms. Shared by the stats route (one app) and `/metrics` (every app).
     static let queueCounts = """
         count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
-                           OR (state = 'leased' AND lease_until <= herald_now_ms())),
-        count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()),
-        count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()),
-        count(*) FILTER (WHERE state = 'dead'),
+                           OR (state = 'leased' AND lease_until <= herald_now_ms())) AS ready,
+        count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()) AS leased,
+        count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()) AS retrying,
+        count(*) FILTER (WHERE state = 'dead') AS dead,
         coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0)
+            AS oldest_ready_age_ms
         """
 
     static func stats(_ context: RequestContext) throws -> Response {
@@ -199,9 +200,9 @@ enum JobsAPI {
                                  [context.app])
         }
         let row = rows[0]
-        return .jsonText("{\"ready\":\(try row.decode(0, as: Int.self)),\"leased\":\(try row.decode(1, as: Int.self)),"
-            + "\"retrying\":\(try row.decode(2, as: Int.self)),\"dead\":\(try row.decode(3, as: Int.self)),"
-            + "\"oldestReadyAgeMs\":\(try row.decode(4, as: Int.self))}")
+        return .jsonText("{\"ready\":\(try row.decode("ready", as: Int.self)),\"leased\":\(try row.decode("leased", as: Int.self)),"
+            + "\"retrying\":\(try row.decode("retrying", as: Int.self)),\"dead\":\(try row.decode("dead", as: Int.self)),"
+            + "\"oldestReadyAgeMs\":\(try row.decode("oldest_ready_age_ms", as: Int.self))}")
     }
 
     static func dead(_ context: RequestContext) throws -> Response {

@@ -40,7 +40,7 @@ public struct Migrator: Sendable {
             """)
         var applied: [Int: String] = [:]
         for row in try connection.queryOnce("SELECT version, checksum FROM schema_migrations") {
-            applied[try row.decode(0, as: Int.self)] = try row.decode(1, as: String.self)
+            applied[try row.decode("version", as: Int.self)] = try row.decode("checksum", as: String.self)
         }
         var done: [Migration] = []
         for migration in migrations {

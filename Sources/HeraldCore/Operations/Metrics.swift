@@ -72,12 +72,12 @@ public final class Metrics: Sendable {
     static func readQueue(_ database: PostgresPool) -> QueueState? {
         try? database.withConnection { connection in
             let rows = try connection.query("""
-                SELECT \(JobsAPI.queueCounts), (SELECT count(*) FROM fanout_tasks WHERE NOT done)
+                SELECT \(JobsAPI.queueCounts), (SELECT count(*) FROM fanout_tasks WHERE NOT done) AS fanout_tasks
                   FROM jobs WHERE state IN ('ready', 'leased', 'dead')
                 """)
             let row = rows[0]
-            return QueueState(ready: try row.decode(0), leased: try row.decode(1), retrying: try row.decode(2), dead: try row.decode(3),
-                              oldestReadyAgeMs: try row.decode(4), fanoutTasks: try row.decode(5))
+            return QueueState(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"), dead: try row.decode("dead"),
+                              oldestReadyAgeMs: try row.decode("oldest_ready_age_ms"), fanoutTasks: try row.decode("fanout_tasks"))
         }
     }
 

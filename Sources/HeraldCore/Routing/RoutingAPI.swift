@@ -19,17 +19,17 @@ enum RoutingAPI {
                        m.category, m.send_notification, m.mentions_all, m.quoted_sender,
                        CASE WHEN m.group_id IS NULL THEN $2 IN (m.user_a, m.user_b)
                             ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                            WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = $2), false) END,
+                                            WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = $2), false) END AS has_access,
                        s.subscribed,
-                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = $2),
-                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2),
+                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = $2) AS mentioned,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
                        (SELECT mu.until FROM user_mutes mu
                          WHERE mu.app = $1 AND mu.uid = $2
                            AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                           AND mu.conversation_id = coalesce(m.group_id, m.sender)),
+                           AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                          WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_id IS NULL
-                         ORDER BY j.id LIMIT 1),
+                         ORDER BY j.id LIMIT 1) AS job,
                        s.since, s.manual_at, s.unsubscribed_at
                   FROM messages m
                   LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)
@@ -39,31 +39,31 @@ enum RoutingAPI {
                 throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
                                 params: ["field": "messageId"])
             }
-            let sender = try row.decode(0, as: String.self)
-            let groupID = try row.decode(3, as: String?.self)
+            let sender = try row.decode("sender", as: String.self)
+            let groupID = try row.decode("group_id", as: String?.self)
             let conversation = try groupID.map(Conversation.group)
-                ?? Conversation.oneOnOne(try row.decode(4, as: String.self), try row.decode(5, as: String.self))
+                ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
             let message = DomainEvent.MessageCreated(
-                id: messageID, sender: sender, conversation: conversation, parentID: try row.decode(6), parentSender: nil,
-                sentAt: try row.decode(7), category: try row.decode(8, as: String?.self) ?? "message", type: nil, text: nil,
-                mentions: [], mentionsAll: try row.decode(10), quotedMessageID: nil, quotedSender: try row.decode(11),
-                sendNotification: try row.decode(9))
-            let preferences = try row.decode(15, as: String?.self)
+                id: messageID, sender: sender, conversation: conversation, parentID: try row.decode("parent_id"), parentSender: nil,
+                sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil, text: nil,
+                mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil, quotedSender: try row.decode("quoted_sender"),
+                sendNotification: try row.decode("send_notification"))
+            let preferences = try row.decode("preferences", as: String?.self)
                 .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
             // As of the message, as its fan-out judged it (SPEC §4).
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode(13), since: try row.decode(18),
-                                                         manualAt: try row.decode(19), unsubscribedAt: try row.decode(20),
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: message.sentAt)
-            var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode(14),
+            var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("mentioned"),
                                      preferences: preferences, settings: try PreferenceStore().settings(app: app, on: connection),
-                                     mutedUntil: try row.decode(16), now: currentTimeMilliseconds())
-            input.hasAccess = try row.decode(12, as: Bool.self)
+                                     mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds())
+            input.hasAccess = try row.decode("has_access", as: Bool.self)
             let decision = Routing.decide(input)
             var steps = decision.steps
             var notified = decision.notified
             var reason = decision.reason
             var jobID: String?
-            if let text = try row.decode(17, as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
+            if let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
                case .string(let id)? = job["id"], case .string(let jobReason)? = job["reason"] {
                 steps.insert("job \(id) was produced when the message arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
                 notified = true

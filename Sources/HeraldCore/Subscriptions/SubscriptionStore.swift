@@ -34,14 +34,14 @@ struct SubscriptionStore: Sendable {
     /// The thread a message id belongs to, with the locks that change it; 404 when unknown or deleted.
     func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, locks: LockSet) {
         let rows = try connection.query("""
-            SELECT t.parent_id, t.group_id, (t.deleted_at IS NOT NULL OR coalesce(m.deleted_at IS NOT NULL, false))
+            SELECT t.parent_id, t.group_id, (t.deleted_at IS NOT NULL OR coalesce(m.deleted_at IS NOT NULL, false)) AS deleted
               FROM (SELECT $2::text AS id) q
               LEFT JOIN messages m ON m.app = $1 AND m.id = q.id AND m.created_seen
               JOIN threads t ON t.app = $1 AND t.parent_id = coalesce(m.parent_id, q.id)
             """, [app, messageID])
-        guard let row = rows.first, try !row.decode(2, as: Bool.self) else { throw Self.messageNotFound }
-        let thread = try row.decode(0, as: String.self)
-        let group = try row.decode(1, as: String?.self)
+        guard let row = rows.first, try !row.decode("deleted", as: Bool.self) else { throw Self.messageNotFound }
+        let thread = try row.decode("parent_id", as: String.self)
+        let group = try row.decode("group_id", as: String?.self)
         var locks = LockSet()
         locks.thread(thread, group: group)
         return (thread, locks)
@@ -81,8 +81,8 @@ struct SubscriptionStore: Sendable {
         guard let row = rows.first else {
             return State(parentMessageId: thread, subscribed: false, source: nil, reason: nil, since: nil)
         }
-        return State(parentMessageId: thread, subscribed: try row.decode(0), source: try row.decode(1),
-                     reason: try row.decode(2), since: try row.decode(3))
+        return State(parentMessageId: thread, subscribed: try row.decode("subscribed"), source: try row.decode("source"),
+                     reason: try row.decode("reason"), since: try row.decode("since"))
     }
 
     /// GET: the user's state for the message's thread.

@@ -70,8 +70,8 @@ public struct TenancyStore: Sendable {
             SELECT id, role, label, created_at FROM app_keys
             WHERE app_id = $1 AND revoked_at IS NULL ORDER BY created_at, id
             """, [app]).map { row in
-            KeyInfo(id: try row.decode(0), role: Role(rawValue: try row.decode(1)) ?? .server,
-                    label: try row.decode(2), createdAt: try row.decode(3))
+            KeyInfo(id: try row.decode("id"), role: Role(rawValue: try row.decode("role")) ?? .server,
+                    label: try row.decode("label"), createdAt: try row.decode("created_at"))
         }
     }
 
@@ -88,7 +88,7 @@ public struct TenancyStore: Sendable {
     func liveKey(id: String, on connection: PostgresConnection) throws -> StoredKey? {
         let rows = try connection.query(
             "SELECT app_id, role, secret_hash FROM app_keys WHERE id = $1 AND revoked_at IS NULL", [id])
-        guard let row = rows.first, let role = Role(rawValue: try row.decode(1)) else { return nil }
-        return StoredKey(app: try row.decode(0), role: role, secretHash: try row.decode(2, as: PostgresBytes.self).bytes)
+        guard let row = rows.first, let role = Role(rawValue: try row.decode("role")) else { return nil }
+        return StoredKey(app: try row.decode("app_id"), role: role, secretHash: try row.decode("secret_hash", as: PostgresBytes.self).bytes)
     }
 }
