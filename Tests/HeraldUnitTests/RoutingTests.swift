@@ -96,7 +96,7 @@ struct RoutingTests {
                                                                  subscription: subscription, mention: mention, quotes: quotes,
                                                                  quiet: quiet, bypass: bypass)
                                         let got = Routing.decide(input)
-                                        #expect(got.reason == want, "reply \(reply) \(category) quoted \(quoted) \(subscription) \(mention) quotes \(quotes) \(quiet) \(bypass)")
+                                        #expect(got.code == want, "reply \(reply) \(category) quoted \(quoted) \(subscription) \(mention) quotes \(quotes) \(quiet) \(bypass)")
                                         #expect(got.notified == (want.first!.isLowercase))
                                         // the steps end with the outcome: the notification and its reason, or the skip
                                         if got.notified {
@@ -133,20 +133,20 @@ struct RoutingTests {
                      bypass: Bypass, expected: String) {
         let input = Self.input(reply: reply, type: .group, replies: replies, subscription: subscription, mention: mention,
                                quiet: quiet, bypass: bypass)
-        #expect(Routing.decide(input).reason == expected)
+        #expect(Routing.decide(input).code == expected)
     }
 
     @Test("custom messages without sendNotification, the sender and users without access are skipped first")
     func earlySkips() {
         var input = Self.input(reply: true, type: .group, mention: .explicit)
         input.silentCustom = true
-        #expect(Routing.decide(input).reason == "CUSTOM_MESSAGE")
+        #expect(Routing.decide(input).code == "CUSTOM_MESSAGE")
         input.silentCustom = false
         input.isSender = true
-        #expect(Routing.decide(input).reason == "SENDER")
+        #expect(Routing.decide(input).code == "SENDER")
         input.isSender = false
         input.hasAccess = false
-        #expect(Routing.decide(input).reason == "NO_ACCESS")
+        #expect(Routing.decide(input).code == "NO_ACCESS")
     }
 
     @Test("an expired mute does not silence")

@@ -48,8 +48,8 @@ extension Fanout {
         guard !rows.isEmpty else { return 0 }
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let now = currentTimeMilliseconds()
-        var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
-        var upgrades: [(id: Int64, reason: String)] = []
+        var jobs: [JobRow] = []
+        var upgrades: [(id: Int64, reason: Routing.Reason)] = []
         for row in rows {
             let uid = try row.decode("uid", as: String.self)
             let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
@@ -72,26 +72,25 @@ extension Fanout {
                                           preferences: preferences, settings: settings, mutedUntil: muted, now: now))
             }
             // What the message's routing saw before this trigger was known, against what it sees now.
-            let decision = decide(.subscribed)
-            guard decision.notified else { continue }
+            guard case .notified(let reason) = decide(.subscribed).outcome else { continue }
             if let existing = try row.decode("reason", as: String?.self) {
                 // A job made without the subscription: a stronger reason (subscribedThread over
                 // allReplies) while no worker has it yet.
                 if let job = try row.decode("ready_id", as: Int64?.self), let old = Routing.Reason(rawValue: existing),
-                   let new = Routing.Reason(rawValue: decision.reason), new < old {
-                    upgrades.append((job, decision.reason))
+                   reason < old {
+                    upgrades.append((job, reason))
                 }
                 continue
             }
             guard !decide(unsubscribedAt == nil ? .none : .unsubscribed).notified else { continue }
             let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)
-            jobs.append((Created(event: event, message: message), uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
+            jobs.append((Created(event: event, message: message), uid, reason, Self.privacy(settings: settings, preferences: preferences)))
         }
         if !upgrades.isEmpty {
             try connection.query("""
                 UPDATE jobs j SET reason = x.reason FROM unnest($2::bigint[], $3::text[]) AS x(id, reason)
                  WHERE j.app = $1 AND j.id = x.id AND j.state = 'ready'
-                """, [app, upgrades.map(\.id), upgrades.map(\.reason)])
+                """, [app, upgrades.map(\.id), upgrades.map(\.reason.rawValue)])
         }
         return try insert(jobs, on: connection, mayExist: true)
     }

@@ -5,6 +5,10 @@ import JSON
 /// candidates and everything the decision needs come from one set-based query, the decision is
 /// `Routing.decide`, and the jobs go in with one insert that ignores (event, recipient) pairs
 /// that already have a job.
+/// A job to insert: who gets it, for which message's event, why, and whether the privacy
+/// template applies.
+typealias JobRow = (created: Fanout.Created, recipient: String, reason: Routing.Reason, privacy: Bool)
+
 struct Fanout {
     let app: String
     /// Whether a job may already exist for an (event, recipient) being inserted: a large-group
@@ -52,7 +56,7 @@ struct Fanout {
                                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = mn.uid), false) END
             """, [app, withMentions.map(\.edit.id), withMentions.map(\.edit.editedAt)])
         let now = currentTimeMilliseconds()
-        var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
+        var jobs: [JobRow] = []
         for row in rows {
             let item = withMentions[try row.decode("n", as: Int.self) - 1]
             let uid = try row.decode("uid", as: String.self)
@@ -69,8 +73,8 @@ struct Fanout {
             let decision = Routing.decide(Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
                                                      preferences: preferences, settings: settings,
                                                      mutedUntil: try row.decode("muted_until"), now: now))
-            guard decision.notified else { continue }
-            jobs.append((Created(event: item.event, message: message), uid, decision.reason,
+            guard case .notified(let reason) = decision.outcome else { continue }
+            jobs.append((Created(event: item.event, message: message), uid, reason,
                          Self.privacy(settings: settings, preferences: preferences)))
         }
         return try insert(jobs, on: connection)
@@ -164,7 +168,7 @@ struct Fanout {
         let now = currentTimeMilliseconds()
         var parsed: [String: UserPreferences] = [:]
         var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
-        var jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)] = []
+        var jobs: [JobRow] = []
         for row in rows {
             let messageID = try row.decode("message_id", as: String.self)
             guard let item = byID[messageID] else { continue }
@@ -196,8 +200,8 @@ struct Fanout {
                                    mentionedExplicitly: try row.decode("mentioned", as: Bool.self), preferences: preferences,
                                    settings: settings, mutedUntil: try row.decode("muted_until", as: Int64?.self), now: now, resolved: shared)
             let decision = Routing.decide(input)
-            guard decision.notified else { continue }
-            jobs.append((item, uid, decision.reason, Self.privacy(settings: settings, preferences: preferences)))
+            guard case .notified(let reason) = decision.outcome else { continue }
+            jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: preferences)))
         }
         return (last, try insert(jobs, on: connection))
     }
@@ -208,7 +212,7 @@ struct Fanout {
     /// is always for its message's own creation, which the message row records (only a message
     /// new in a batch gets jobs, and its row takes that event), so such a row names no event; an
     /// edit's job names the edit.
-    func insert(_ jobs: [(created: Created, recipient: String, reason: String, privacy: Bool)],
+    func insert(_ jobs: [JobRow],
                 on connection: PostgresConnection, mayExist: Bool? = nil) throws -> Int {
         guard !jobs.isEmpty else { return 0 }
 
@@ -226,7 +230,7 @@ struct Fanout {
             """
         let sql = mayExist ?? jobsMayExist
             ? insert + " ON CONFLICT (app, message_id, recipient, event_source, event_id) DO NOTHING" : insert
-        return try connection.query(sql, [app, jobs.map(\.created.message.id), jobs.map(\.recipient), jobs.map(\.reason),
+        return try connection.query(sql, [app, jobs.map(\.created.message.id), jobs.map(\.recipient), jobs.map(\.reason.rawValue),
                                           jobs.map(\.privacy), jobs.map { badges[$0.recipient] ?? 0 },
                                           jobs.map { $0.created.ownEvent ? nil : $0.created.event.source },
                                           jobs.map { $0.created.ownEvent ? nil : $0.created.event.id },

@@ -61,7 +61,7 @@ enum RoutingAPI {
             let decision = Routing.decide(input)
             var steps = decision.steps
             var notified = decision.notified
-            var reason = decision.reason
+            var reason = decision.code
             var jobID: String?
             if let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
                case .string(let id)? = job["id"], case .string(let jobReason)? = job["reason"] {

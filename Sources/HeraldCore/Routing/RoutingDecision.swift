@@ -93,19 +93,39 @@ public enum Routing {
         }
     }
 
+    /// What `decide` found, and the steps that led there.
     public struct Decision: Sendable, Equatable {
-        public let notified: Bool
-        /// The job's reason when notified, else the skip code.
-        public let reason: String
+        public enum Outcome: Sendable, Equatable {
+            /// A job, with its reason (the strongest that applies).
+            case notified(Reason)
+            /// No job, and why (the explain endpoint's skip code).
+            case skipped(Skip)
+        }
+
+        public let outcome: Outcome
         /// What was checked, in order, for `…/routing`.
         public let steps: [String]
+
+        /// Whether a job is made.
+        public var notified: Bool {
+            if case .notified = outcome { return true }
+            return false
+        }
+
+        /// The reason's or the skip code's wire name (`reason` in the explain endpoint).
+        public var code: String {
+            switch outcome {
+            case .notified(let reason): return reason.rawValue
+            case .skipped(let skip): return skip.rawValue
+            }
+        }
     }
 
     public static func decide(_ input: Input) -> Decision {
         var steps: [String] = []
         func skip(_ code: Skip, _ why: String) -> Decision {
             steps.append(why)
-            return Decision(notified: false, reason: code.rawValue, steps: steps)
+            return Decision(outcome: .skipped(code), steps: steps)
         }
         if input.silentCustom { return skip(.customMessage, "a custom message without sendNotification notifies nobody") }
         if input.isSender { return skip(.sender, "the recipient sent the message") }
@@ -188,6 +208,6 @@ public enum Routing {
         }
         let strongest = reasons.min() ?? (input.isReply ? .allReplies : .allMessages)
         steps.append("notify: \(strongest.rawValue)")
-        return Decision(notified: true, reason: strongest.rawValue, steps: steps)
+        return Decision(outcome: .notified(strongest), steps: steps)
     }
 }
