@@ -16,9 +16,9 @@ struct RoutingTests {
                       subscription: Routing.SubscriptionState = .none, mention: Mention = .neither, quotes: Bool = false,
                       quiet: Quiet = .none, bypass: Bypass = .none) -> Routing.Input {
         var input = Routing.Input(isReply: reply, conversation: type)
-        input.preferences.messages = messages
-        input.preferences.replies = replies
-        input.preferences.quotedReplies = quoted
+        input.preferences.messages = MessagesPreference(rawValue: messages)!
+        input.preferences.replies = RepliesPreference(rawValue: replies)!
+        input.preferences.quotedReplies = QuotedRepliesPreference(rawValue: quoted)!
         input.subscription = subscription
         input.mentionedExplicitly = mention == .explicit
         input.mentionedAll = mention == .all
@@ -91,8 +91,8 @@ struct RoutingTests {
                                                                replies: reply ? category : "SUBSCRIBE_TO_ALL", quoted: quoted,
                                                                subscription: subscription, mention: mention, quotes: quotes,
                                                                quiet: quiet, bypass: bypass)
-                                        let want = Self.expected(reply: reply, messages: input.preferences.messages,
-                                                                 replies: input.preferences.replies, quoted: quoted,
+                                        let want = Self.expected(reply: reply, messages: input.preferences.messages.rawValue,
+                                                                 replies: input.preferences.replies.rawValue, quoted: quoted,
                                                                  subscription: subscription, mention: mention, quotes: quotes,
                                                                  quiet: quiet, bypass: bypass)
                                         let got = Routing.decide(input)

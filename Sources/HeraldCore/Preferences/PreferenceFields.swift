@@ -20,26 +20,23 @@ public struct PreferenceField: Sendable {
 
     /// Every field, in the order of SPEC §7.1.
     public static let all: [PreferenceField] = {
-        let messages = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS"]
-        let replies = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_SUBSCRIBED_THREADS"]
-        let quoted = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES"]
-        let reactions = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES", "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"]
-        let member = ["DONT_SUBSCRIBE", "SUBSCRIBE"]
+        func choice<T: PreferenceChoice>(_ path: String, _ default: T) -> PreferenceField {
+            .init(path: path, kind: .choice(T.names), defaultValue: .string(`default`.rawValue))
+        }
         var fields: [PreferenceField] = []
         for group in ["groupPreferences", "oneOnOnePreferences"] {
-            fields.append(.init(path: group + ".messages", kind: .choice(messages), defaultValue: "SUBSCRIBE_TO_ALL"))
-            fields.append(.init(path: group + ".replies", kind: .choice(replies), defaultValue: "SUBSCRIBE_TO_ALL"))
-            fields.append(.init(path: group + ".quotedReplies", kind: .choice(quoted), defaultValue: "SUBSCRIBE_TO_ALL"))
-            fields.append(.init(path: group + ".reactions", kind: .choice(reactions),
-                                defaultValue: "SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES"))
+            fields.append(choice(group + ".messages", MessagesPreference.subscribeToAll))
+            fields.append(choice(group + ".replies", RepliesPreference.subscribeToAll))
+            fields.append(choice(group + ".quotedReplies", QuotedRepliesPreference.subscribeToAll))
+            fields.append(choice(group + ".reactions", ReactionsPreference.ownMessages))
             if group == "groupPreferences" {
                 for name in ["memberLeft", "memberAdded", "memberJoined", "memberKicked", "memberBanned", "memberUnbanned",
                              "memberScopeChanged"] {
-                    fields.append(.init(path: group + "." + name, kind: .choice(member), defaultValue: "DONT_SUBSCRIBE"))
+                    fields.append(choice(group + "." + name, MemberActionPreference.dontSubscribe))
                 }
             }
         }
-        fields.append(.init(path: "mutePreferences.dnd", kind: .choice(["DISABLED", "ENABLED"]), defaultValue: "DISABLED"))
+        fields.append(choice("mutePreferences.dnd", DoNotDisturbPreference.disabled))
         fields.append(.init(path: "mutePreferences.schedule", kind: .schedule, defaultValue: Schedule.allDay.json))
         fields.append(.init(path: "usePrivacyTemplate", kind: .boolean, defaultValue: false))
         fields.append(.init(path: "timezone", kind: .timezone, defaultValue: "UTC"))

@@ -41,9 +41,9 @@ public enum Routing {
 
     /// The recipient's effective preferences for the message's conversation type.
     public struct Preferences: Sendable, Equatable {
-        public var messages = "SUBSCRIBE_TO_ALL"
-        public var replies = "SUBSCRIBE_TO_ALL"
-        public var quotedReplies = "SUBSCRIBE_TO_ALL"
+        public var messages = MessagesPreference.subscribeToAll
+        public var replies = RepliesPreference.subscribeToAll
+        public var quotedReplies = QuotedRepliesPreference.subscribeToAll
         public var dndEnabled = false
         public var schedule = Schedule.allDay
         public var timezone = "UTC"
@@ -57,10 +57,11 @@ public enum Routing {
                 if case .string(let value) = user.effective(path, app: app) { return value }
                 return ""
             }
-            messages = text(prefix + "messages")
-            replies = text(prefix + "replies")
-            quotedReplies = text(prefix + "quotedReplies")
-            dndEnabled = text("mutePreferences.dnd") == "ENABLED"
+            // Stored values were validated against the same enums; an unknown one reads as the default.
+            messages = MessagesPreference(rawValue: text(prefix + "messages")) ?? .subscribeToAll
+            replies = RepliesPreference(rawValue: text(prefix + "replies")) ?? .subscribeToAll
+            quotedReplies = QuotedRepliesPreference(rawValue: text(prefix + "quotedReplies")) ?? .subscribeToAll
+            dndEnabled = DoNotDisturbPreference(rawValue: text("mutePreferences.dnd")) == .enabled
             schedule = Schedule(json: user.effective("mutePreferences.schedule", app: app)) ?? .allDay
             timezone = text("timezone")
         }
@@ -144,19 +145,19 @@ public enum Routing {
         if input.isReply {
             categorySkip = .repliesPreference
             switch preferences.replies {
-            case "DONT_SUBSCRIBE":
+            case .dontSubscribe:
                 categoryNotifies = false
                 steps.append("replies preference is DONT_SUBSCRIBE")
             case _ where input.subscription == .unsubscribed && !input.mentionedExplicitly:
                 return skip(.unsubscribed, "the recipient unsubscribed from the thread and is not mentioned explicitly")
-            case "SUBSCRIBE_TO_MENTIONS":
+            case .subscribeToMentions:
                 categoryNotifies = mentioned
                 steps.append("replies preference is SUBSCRIBE_TO_MENTIONS; mentioned: \(mentioned)")
-            case "SUBSCRIBE_TO_SUBSCRIBED_THREADS":
+            case .subscribeToSubscribedThreads:
                 categoryNotifies = input.subscription == .subscribed
                 if categoryNotifies { reasons.append(.subscribedThread) }
                 steps.append("replies preference is SUBSCRIBE_TO_SUBSCRIBED_THREADS; subscribed: \(categoryNotifies)")
-            default:
+            case .subscribeToAll:
                 categoryNotifies = true
                 if input.subscription == .subscribed { reasons.append(.subscribedThread) }
                 reasons.append(.allReplies)
@@ -165,13 +166,13 @@ public enum Routing {
         } else {
             categorySkip = .messagesPreference
             switch preferences.messages {
-            case "DONT_SUBSCRIBE":
+            case .dontSubscribe:
                 categoryNotifies = false
                 steps.append("messages preference is DONT_SUBSCRIBE")
-            case "SUBSCRIBE_TO_MENTIONS":
+            case .subscribeToMentions:
                 categoryNotifies = mentioned
                 steps.append("messages preference is SUBSCRIBE_TO_MENTIONS; mentioned: \(mentioned)")
-            default:
+            case .subscribeToAll:
                 categoryNotifies = true
                 reasons.append(.allMessages)
                 steps.append("messages preference is SUBSCRIBE_TO_ALL")
@@ -180,13 +181,13 @@ public enum Routing {
         if input.quotesRecipient {
             let quoteNotifies: Bool
             switch preferences.quotedReplies {
-            case "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES": quoteNotifies = true
-            case "SUBSCRIBE_TO_MENTIONS": quoteNotifies = mentioned
-            default: quoteNotifies = false
+            case .subscribeToAll, .subscribeToQuotesOnOwnMessages: quoteNotifies = true
+            case .subscribeToMentions: quoteNotifies = mentioned
+            case .dontSubscribe: quoteNotifies = false
             }
             if quoteNotifies && input.subscription != .unsubscribed {
                 reasons.append(.quote)
-                steps.append("the message quotes the recipient; quotedReplies is \(preferences.quotedReplies)")
+                steps.append("the message quotes the recipient; quotedReplies is \(preferences.quotedReplies.rawValue)")
                 categoryNotifies = true
             }
         }
