@@ -4,7 +4,7 @@ import Postgres
 /// A running Herald: database pool, migrations applied, HTTP server listening.
 /// Started by `herald serve` and by the integration tests (on port 0).
 public final class HeraldServer: Sendable {
-    public let service: Service
+    public let service: RequestPipeline
     public let http: HTTPServer
     public let database: PostgresPool
     public let maintenance: Maintenance
@@ -35,7 +35,7 @@ public final class HeraldServer: Sendable {
         let metrics = Metrics()
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
-        service = Service(services: Services(configuration: configuration, database: database, logger: logger,
+        service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),
                                              openAPI: openAPI))

@@ -25,7 +25,7 @@ public struct RequestContext: Sendable {
     public let request: Request
     public let parameters: [String: String]
     public let principal: Principal
-    public let services: Services
+    public let services: Dependencies
 
     /// A path parameter by name (the router guarantees the names of its pattern).
     public func parameter(_ name: String) -> String {

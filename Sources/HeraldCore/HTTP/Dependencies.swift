@@ -2,7 +2,7 @@ import Postgres
 import Secrets
 
 /// The long-lived parts every handler may use.
-public struct Services: Sendable {
+public struct Dependencies: Sendable {
     public let configuration: Configuration
     public let database: PostgresPool
     public let logger: Logger

@@ -5,12 +5,12 @@ import JSON
 /// Herald's HTTP application: the route table and the pipeline every request goes through —
 /// route (404/405), token (401), role and app (403), body (413/415), handler — with errors
 /// rendered as SPEC §3 says and one log line per request.
-public struct Service: Sendable {
-    public let services: Services
+public struct RequestPipeline: Sendable {
+    public let services: Dependencies
     let router: Router<Route>
     let authenticator: Authenticator
 
-    public init(services: Services) {
+    public init(services: Dependencies) {
         self.services = services
         self.authenticator = Authenticator(adminToken: services.configuration.adminToken,
                                            store: services.tenancy, database: services.database)
