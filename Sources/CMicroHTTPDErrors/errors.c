@@ -1,29 +1,37 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "CMicroHTTPDErrors.h"
 
 typedef enum MHD_Result (*queue_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 
+/* Entries are only ever appended, each published by the release store of body_count, and never
+ * changed or freed: a response being sent still points at its body, and daemons started later
+ * (several servers in one process, as in the tests) read the table while it grows. The first
+ * body registered for a status stays. */
 enum { MAX_BODIES = 32 };
 static struct { unsigned int status; char *body; size_t length; } bodies[MAX_BODIES];
 static int body_count = 0;
+static pthread_mutex_t registering = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int queueing_own = 0;
 static unsigned long replaced = 0;
 
 void herald_set_error_body(unsigned int status, const char *body, size_t length) {
-    for (int i = 0; i < body_count; i++) {
-        if (bodies[i].status == status) { free(bodies[i].body); body_count--; bodies[i] = bodies[body_count]; break; }
+    pthread_mutex_lock(&registering);
+    int count = __atomic_load_n(&body_count, __ATOMIC_ACQUIRE);
+    int known = 0;
+    for (int i = 0; i < count; i++) { if (bodies[i].status == status) { known = 1; break; } }
+    char *copy = (known || count == MAX_BODIES) ? NULL : malloc(length);
+    if (copy != NULL) {
+        memcpy(copy, body, length);
+        bodies[count].status = status;
+        bodies[count].body = copy;
+        bodies[count].length = length;
+        __atomic_store_n(&body_count, count + 1, __ATOMIC_RELEASE);
     }
-    if (body_count == MAX_BODIES) return;
-    char *copy = malloc(length);
-    if (copy == NULL) return;
-    memcpy(copy, body, length);
-    bodies[body_count].status = status;
-    bodies[body_count].body = copy;
-    bodies[body_count].length = length;
-    body_count++;
+    pthread_mutex_unlock(&registering);
 }
 
 static queue_fn real_queue(void) {
@@ -53,7 +61,8 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
     if (queueing_own || status < 400) return real(connection, status, response);
     unsigned int fallback = status < 500 ? 0 : 1;
     int chosen = -1;
-    for (int i = 0; i < body_count; i++) {
+    int count = __atomic_load_n(&body_count, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < count; i++) {
         if (bodies[i].status == status) { chosen = i; break; }
         if (bodies[i].status == fallback) chosen = i;
     }

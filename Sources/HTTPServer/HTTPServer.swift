@@ -80,20 +80,20 @@ public final class HTTPServer: @unchecked Sendable {
     /// The answers libmicrohttpd gives by itself, before a request reaches Herald (a request head
     /// beyond its 32 KB per-connection memory, malformed chunking, an HTTP version it does not
     /// speak), in SPEC §3's JSON instead of the library's HTML (see `CMicroHTTPDErrors`).
-    static func libraryErrors(maxBodyBytes: Int) -> [(status: UInt32, error: HTTPError)] {
-        [
-            (400, .badRequest("the request is malformed (request line, header syntax, Content-Length or chunked framing)")),
-            (413, .payloadTooLarge(limit: maxBodyBytes)),
-            (414, HTTPError(status: 414, code: "ERR_URI_TOO_LONG", message: "the request URI is too long")),
-            (431, HTTPError(status: 431, code: "ERR_HEADERS_TOO_LARGE", message: "the request headers are too large")),
-            (505, .badRequest("only HTTP/1.0 and HTTP/1.1 are served")),
-            (0, .badRequest("the request was refused")),
-            (1, .internalError),
-        ]
-    }
+    /// The same for every server in the process (the table is global): the 413, for a chunk size
+    /// beyond 64 bits, names no limit.
+    static let libraryErrors: [(status: UInt32, error: HTTPError)] = [
+        (400, .badRequest("the request is malformed (request line, header syntax, Content-Length or chunked framing)")),
+        (413, HTTPError(status: 413, code: "ERR_PAYLOAD_TOO_LARGE", message: "a chunk of the body is larger than any body accepted")),
+        (414, HTTPError(status: 414, code: "ERR_URI_TOO_LONG", message: "the request URI is too long")),
+        (431, HTTPError(status: 431, code: "ERR_HEADERS_TOO_LARGE", message: "the request headers are too large")),
+        (505, .badRequest("only HTTP/1.0 and HTTP/1.1 are served")),
+        (0, .badRequest("the request was refused")),
+        (1, .internalError),
+    ]
 
-    private static func registerLibraryErrorBodies(maxBodyBytes: Int) {
-        for (status, error) in libraryErrors(maxBodyBytes: maxBodyBytes) {
+    private static func registerLibraryErrorBodies() {
+        for (status, error) in libraryErrors {
             var body = error.response.body
             body.append(UInt8(ascii: "\n"))
             body.withUnsafeBufferPointer { bytes in
@@ -108,7 +108,7 @@ public final class HTTPServer: @unchecked Sendable {
         let socket = try Self.bindListeningSocket(host: configuration.host, port: configuration.port)
         listenSocket = socket.fd
         port = socket.port
-        Self.registerLibraryErrorBodies(maxBodyBytes: configuration.maxBodyBytes)
+        Self.registerLibraryErrorBodies()
 
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),

@@ -140,7 +140,7 @@ $$;
 -- under the parent's id; when that parent arrives (a reply itself, in p_to's thread), everything
 -- filed under it moves to the root: its replies (with the root's author as their parent's), their
 -- mentions, and the subscription rows, merged with a row the user has in the root (the later
--- explicit unsubscribe and subscribe, the later read mark). The thread row of p_from goes.
+-- explicit unsubscribe, the first explicit subscribe after it, the later read mark). The thread row of p_from goes.
 -- Returns the users whose row in the root is recomputed (every row of the root: the moved replies
 -- change its counts) and the time of the earliest moved reply, from which they are routed again.
 CREATE OR REPLACE FUNCTION herald_rehome(p_app text, p_from text[], p_to text[], p_root_senders text[])
@@ -173,10 +173,11 @@ BEGIN
                     r.manual_at, herald_now_ms(), r.conversation_id, r.read_at, r.read_id, r.mark_at, r.mark_id)
             ON CONFLICT (app, uid, thread_id) DO UPDATE SET
                 unsubscribed_at = greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
-                -- an explicit subscribe counts only after the latest unsubscribe
-                manual_at = CASE WHEN greatest(s.manual_at, EXCLUDED.manual_at)
-                                      > coalesce(greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at), -9223372036854775808)
-                                 THEN greatest(s.manual_at, EXCLUDED.manual_at) END,
+                -- the first explicit subscribe after the latest unsubscribe (a subscribe keeps its
+                -- first time, as PUT does)
+                manual_at = (SELECT min(x.at) FROM (VALUES (s.manual_at), (EXCLUDED.manual_at)) AS x(at)
+                              WHERE x.at > coalesce(greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
+                                                    -9223372036854775808)),
                 mark_at = CASE WHEN s.mark_at IS NULL OR (EXCLUDED.mark_at, EXCLUDED.mark_id) > (s.mark_at, s.mark_id)
                                THEN coalesce(EXCLUDED.mark_at, s.mark_at) ELSE s.mark_at END,
                 mark_id = CASE WHEN s.mark_at IS NULL OR (EXCLUDED.mark_at, EXCLUDED.mark_id) > (s.mark_at, s.mark_id)

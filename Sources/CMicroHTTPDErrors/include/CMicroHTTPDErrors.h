@@ -18,8 +18,9 @@
  * through unchanged; any other is replaced by the JSON body registered for its status.
  */
 
-/* Registers the JSON body for a status (0 = 4xx without a body of its own, 1 = 5xx likewise).
- * Call before the daemon starts; the bytes are copied. */
+/* Registers the JSON body for a status (0 = 4xx without a body of its own, 1 = 5xx likewise);
+ * the bytes are copied. The first body of a status stays for the life of the process. Safe to
+ * call while daemons run. */
 void herald_set_error_body(unsigned int status, const char *body, size_t length);
 
 /* Queues a response Herald built: it is sent as it is. */

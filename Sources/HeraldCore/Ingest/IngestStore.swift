@@ -50,7 +50,7 @@ public struct IngestStore: Sendable {
         var extra = LockSet()
         var jobsMayExist = false
         let firstOutcomes = outcomes
-        for attempt in 0..<3 {
+        for attempt in 0..<4 {
             outcomes = firstOutcomes
             do {
                 try connection.withTransaction { connection in
@@ -94,14 +94,14 @@ public struct IngestStore: Sendable {
                     }
                 }
                 break
-            } catch let needed as NeedsLocks where attempt < 2 {
+            } catch let needed as NeedsLocks where attempt < 3 {
                 // Evidence can appear between tries (other batches' mentions commit): the next try
                 // holds every group of the batch exclusively, so it cannot miss one.
                 extra.formUnion(needed.locks)
                 for (_, event) in original where needed.groups {
                     if case .messageCreated(let m) = event.event, let group = m.conversation.groupID { extra.group(group) }
                 }
-            } catch let error as PostgresError where error.sqlState == "23505" && !jobsMayExist && attempt < 2 {
+            } catch let error as PostgresError where error.sqlState == "23505" && !jobsMayExist && attempt < 3 {
                 // A job that was thought new exists: run again inserting with ON CONFLICT.
                 jobsMayExist = true
             }
@@ -151,6 +151,19 @@ public struct IngestStore: Sendable {
                 stored[id] = (parent, try row.decode("parent_sender", as: String?.self))
             } else {
                 hosting.insert(id)
+            }
+        }
+        // A stored parent is usually a root; not always (a placeholder left by an edit or deletion
+        // that named a reply before that reply was known to be one): follow such parents up.
+        var looked = Set(lookup.map { Array($0.utf8) })
+        for _ in 0..<8 {
+            let next = Set(stored.values.map(\.parent).filter { looked.insert(Array($0.utf8)).inserted && batch[Array($0.utf8)] == nil })
+            guard !next.isEmpty else { break }
+            for row in try connection.query(
+                "SELECT id, parent_id, parent_sender FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL",
+                [app, Array(next)]) {
+                stored[Array(try row.decode("id", as: String.self).utf8)] =
+                    (try row.decode("parent_id", as: String.self), try row.decode("parent_sender", as: String?.self))
             }
         }
         // Follows parents to the root (a stored reply's parent is a root already; replies of this

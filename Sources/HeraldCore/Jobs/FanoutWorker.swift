@@ -72,10 +72,16 @@ public final class FanoutWorker: Sendable {
                 guard let state = current.first, try state.decode("done", as: Bool.self) == false,
                       try state.decode("after_uid", as: String?.self) == after else { return true }
                 // Under the thread's lock, as ingest: a deletion cannot slip past this chunk.
-                if let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection) {
+                // Read again once locked: the message may have moved to its root's thread meanwhile
+                // (herald_rehome), whose lock is then taken too.
+                var locked: String?
+                for _ in 0..<3 {
+                    guard let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection),
+                          thread != locked else { break }
                     var locks = LockSet()
                     locks.thread(thread, group: group)
                     try locks.lock(app: app, on: connection)
+                    locked = thread
                 }
                 guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
                     try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",

@@ -117,4 +117,28 @@ struct NestedReplyTests {
         // dave read up to r2 (the newest reply): his read position moved with his row
         #expect(row?["unreadReplyCount"] as? Int == 0, "\(String(describing: row))")
     }
+
+    @Test("a placeholder left under a reply's id (an edit that came first) does not keep a later reply out of the root's thread")
+    func placeholderChain() throws {
+        let app = try environment.makeApp(prefix: "nested")
+        let base = nowMilliseconds() - 60_000
+        try app.ingest([Events.member("join-alice", "member.joined", uid: "alice", at: base - 10_000),
+                        Events.member("join-bob", "member.joined", uid: "bob", at: base - 9_000)], client: client)
+        try app.ingest([Events.message("e-p", id: "p", sender: "alice", at: base)], client: client)
+        // an edit of c naming b, before b or c is known: a placeholder c under b
+        try app.ingest([Events.edit("e-c-edit", id: "c", sender: "bob", parent: "b", at: base + 5_000, mentions: nil, text: "edited")],
+                       client: client)
+        try app.ingest([Events.message("e-b", id: "b", sender: "bob", parent: "p", parentSender: "alice", at: base + 1_000)],
+                       client: client)
+        try app.ingest([Events.message("e-d", id: "d", sender: "alice", parent: "c", at: base + 3_000)], client: client)
+        try app.ingest([Events.message("e-c", id: "c", sender: "bob", parent: "b", at: base + 2_000)], client: client)
+        let db = try environment.connection()
+        var parents: [String: String] = [:]
+        for row in try db.query("SELECT id, parent_id FROM messages WHERE app = $1 AND created_seen AND parent_id IS NOT NULL", [app.id]) {
+            parents[try row.decode("id", as: String.self)] = try row.decode("parent_id", as: String.self)
+        }
+        #expect(parents == ["b": "p", "c": "p", "d": "p"])
+        #expect(try db.query("SELECT parent_id || ':' || reply_count FROM threads WHERE app = $1 ORDER BY 1", [app.id])
+                    .map { try $0.decode(0, as: String.self) } == ["p:3"])
+    }
 }
