@@ -148,8 +148,7 @@ enum InboxAPI {
         let app = context.app
         let store = SubscriptionStore()
         let row = try context.services.database.withConnection { connection in
-            try connection.withTransaction { connection -> String in
-                let thread = try store.resolveLocked(app: app, messageID: messageID, on: connection)
+            try store.inThread(app: app, messageID: messageID, on: connection) { thread, connection -> String in
                 guard try store.hasAccess(app: app, uid: owner, thread: thread, on: connection) else {
                     throw SubscriptionStore.noAccess
                 }

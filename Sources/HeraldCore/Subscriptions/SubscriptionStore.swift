@@ -47,19 +47,32 @@ struct SubscriptionStore: Sendable {
         return (thread, locks)
     }
 
-    /// The message's thread, locked, re-checked under the lock: a deletion may have landed
-    /// meanwhile, or the thread moved to its root (a parent found to be a reply, see
-    /// `herald_rehome`), whose lock is then taken too.
-    func resolveLocked(app: String, messageID: String, on connection: PostgresConnection) throws -> String {
-        var (thread, locks) = try resolve(app: app, messageID: messageID, on: connection)
-        try locks.lock(app: app, on: connection)
-        for _ in 0..<3 {
-            let again = try resolve(app: app, messageID: messageID, on: connection)
-            if again.thread == thread { return thread }
-            (thread, locks) = again
-            try locks.lock(app: app, on: connection)
+    /// Runs `body` in a transaction holding the lock of the message's thread, re-checked under
+    /// the lock: a deletion may have landed meanwhile, or the thread moved to its root (a parent
+    /// found to be a reply, see `herald_rehome`). Then the transaction runs again holding both
+    /// threads' locks from the start, all taken in one statement, in the one global order.
+    func inThread<T>(app: String, messageID: String, on connection: PostgresConnection,
+                     _ body: (String, PostgresConnection) throws -> T) throws -> T {
+        var held = LockSet()
+        for attempt in 0..<3 {
+            do {
+                return try connection.withTransaction { connection in
+                    let (thread, locks) = try resolve(app: app, messageID: messageID, on: connection)
+                    var all = held
+                    all.formUnion(locks)
+                    try all.lock(app: app, on: connection)
+                    let again = try resolve(app: app, messageID: messageID, on: connection)
+                    if again.thread != thread, !all.missing(from: again.locks).isEmpty {
+                        all.formUnion(again.locks)
+                        throw NeedsLocks(locks: all, groups: false)
+                    }
+                    return try body(again.thread, connection)
+                }
+            } catch let needed as NeedsLocks where attempt < 2 {
+                held.formUnion(needed.locks)
+            }
         }
-        return thread
+        throw HTTPError.unavailable()
     }
 
     /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
@@ -95,8 +108,7 @@ struct SubscriptionStore: Sendable {
     /// PUT / DELETE: records the explicit choice at the database's clock, then recomputes the
     /// subscription from every fact (so later triggers are judged against it).
     func change(_ change: Change, app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
-        try connection.withTransaction { connection in
-            let thread = try resolveLocked(app: app, messageID: messageID, on: connection)
+        try inThread(app: app, messageID: messageID, on: connection) { thread, connection in
             guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
             switch change {
             case .subscribe:
