@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Admin API: apps and keys")
+@Suite("Admin API: apps and keys", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct AdminAPITests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

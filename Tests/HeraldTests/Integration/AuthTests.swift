@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Authentication and roles")
+@Suite("Authentication and roles", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct AuthTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

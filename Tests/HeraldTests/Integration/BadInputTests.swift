@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Bad input")
+@Suite("Bad input", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct BadInputTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

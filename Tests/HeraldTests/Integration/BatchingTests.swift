@@ -6,7 +6,7 @@ import Testing
 /// Each message is routed against the state as of that message — the subscriptions its own
 /// triggers create included, those of later messages not — and explain agrees with the job that
 /// was (or was not) produced.
-@Suite("Batching independence")
+@Suite("Batching independence", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct BatchingTests {
     struct Job: Hashable, CustomStringConvertible {
         let event: String

@@ -4,7 +4,7 @@ import Postgres
 import Synchronization
 import Testing
 
-@Suite("Crash safety")
+@Suite("Crash safety", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct CrashSafetyTests {
     @Test("SIGKILL in the middle of a stream of batches, restart, redeliver everything: nothing applied twice, nothing lost")
     func killAndRedeliver() throws {

@@ -3,7 +3,7 @@ import Glibc
 import Testing
 
 /// Issue 12: what a hostile client tried, each a regression test of its defect.
-@Suite("Hardening")
+@Suite("Hardening", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct HardeningTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

@@ -3,7 +3,7 @@ import Postgres
 import Testing
 
 /// SPEC §6 through HTTP against PostgreSQL.
-@Suite("Thread inbox")
+@Suite("Thread inbox", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct InboxTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

@@ -5,7 +5,7 @@ import Testing
 
 /// Concurrent ingest requests on one thread are applied together (group commit); each request
 /// still gets its own results, in its own order, and nothing is lost or doubled.
-@Suite("Ingest combining")
+@Suite("Ingest combining", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct IngestCombinerTests {
     @Test("concurrent single-event requests on one thread: each answered for its own events, every reply's jobs exactly once")
     func concurrentRequests() throws {

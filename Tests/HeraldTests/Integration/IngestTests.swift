@@ -2,7 +2,7 @@ import Foundation
 import Postgres
 import Testing
 
-@Suite("Ingest: CloudEvents over HTTP")
+@Suite("Ingest: CloudEvents over HTTP", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct IngestTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

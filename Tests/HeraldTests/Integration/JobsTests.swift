@@ -4,7 +4,7 @@ import Synchronization
 import Testing
 
 /// SPEC §8–9: jobs produced at ingest, and the jobs API.
-@Suite("Jobs")
+@Suite("Jobs", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct JobsTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

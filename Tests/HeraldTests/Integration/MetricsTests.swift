@@ -4,7 +4,7 @@ import Testing
 
 /// SPEC §10: `GET /metrics` in the Prometheus text format. A private server (same database) so
 /// that the counters move only with this test's requests.
-@Suite("Metrics")
+@Suite("Metrics", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct MetricsTests {
     /// One parsed exposition: samples by series text (`name{labels}`), and TYPE per family.
     struct Exposition {

@@ -4,7 +4,7 @@ import Postgres
 import Synchronization
 import Testing
 
-@Suite("Migrations")
+@Suite("Migrations", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct MigrationTests {
     /// A fresh, empty database in the test cluster, dropped afterwards.
     func withFreshDatabase(_ body: (String) throws -> Void) throws {

@@ -5,7 +5,7 @@ import Testing
 /// SPEC §4/§5.1: the subscription state that results from a set of events does not depend on
 /// the order in which they arrive, and equals what a small reference model computes by
 /// applying the rules in time order.
-@Suite("Order independence")
+@Suite("Order independence", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct OrderIndependenceTests {
     /// SplitMix64: a seeded generator, so a failing history can be replayed.
     struct Random: RandomNumberGenerator {

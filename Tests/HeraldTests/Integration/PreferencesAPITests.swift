@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Preferences API")
+@Suite("Preferences API", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct PreferencesAPITests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

@@ -2,7 +2,7 @@ import Foundation
 import HeraldCore
 import Testing
 
-@Suite("Readiness and database outages", .serialized)
+@Suite("Readiness and database outages", .serialized, .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct ReadinessTests {
     @Test("/readyz goes 503 while the database is stopped and back to 200 when it returns, without a restart")
     func outageAndRecovery() throws {

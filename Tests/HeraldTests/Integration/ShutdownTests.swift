@@ -4,7 +4,7 @@ import Postgres
 import Synchronization
 import Testing
 
-@Suite("Graceful shutdown")
+@Suite("Graceful shutdown", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct ShutdownTests {
     @Test("SIGTERM while a slow request is in flight: no new connections, the request finishes, exit 0")
     func sigtermDrains() throws {

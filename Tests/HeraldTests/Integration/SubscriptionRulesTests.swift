@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// SPEC §5.1–§5.3, one rule per test, through HTTP against PostgreSQL.
-@Suite("Subscription rules")
+@Suite("Subscription rules", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct SubscriptionRulesTests {
     let environment: TestEnvironment
     var client: HTTPClient { environment.client }

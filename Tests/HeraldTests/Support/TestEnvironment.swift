@@ -2,11 +2,19 @@ import Foundation
 import HeraldCore
 import Postgres
 import Synchronization
+import Testing
 
 /// What the integration tests share: the real server, in this process, on an ephemeral port,
 /// against the PostgreSQL that `make test` started (DATABASE_URL).
 final class TestEnvironment: Sendable {
     static let adminToken = "test-admin-token-" + UUID().uuidString
+
+    /// Whether a database was given (`make test` starts one and sets DATABASE_URL); without it
+    /// these suites are skipped, saying why, so that a plain `swift test` runs the unit tests.
+    /// `make test` sets HERALD_TESTS_REQUIRE_DATABASE: there they run, and fail if it is missing.
+    static let hasDatabase = ProcessInfo.processInfo.environment["DATABASE_URL"] != nil
+        || ProcessInfo.processInfo.environment["HERALD_TESTS_REQUIRE_DATABASE"] != nil
+    static let skipped: Comment = "needs PostgreSQL: DATABASE_URL is not set (make test starts a cluster and sets it)"
 
     let server: HeraldServer
     let client: HTTPClient

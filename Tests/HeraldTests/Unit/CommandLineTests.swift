@@ -5,7 +5,7 @@ import Testing
 
 /// `herald` and its subcommands: help texts, usage errors and exit codes (0 ok, 1 failure,
 /// 2 usage or configuration).
-@Suite("Command line")
+@Suite("Command line", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct CommandLineTests {
     struct Run {
         let status: Int32

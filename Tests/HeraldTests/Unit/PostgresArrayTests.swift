@@ -2,7 +2,7 @@ import Postgres
 import Testing
 
 /// Array parameters are sent as PostgreSQL array literals (`unnest($1::text[])` batches).
-@Suite("Postgres array literals")
+@Suite("Postgres array literals", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct PostgresArrayTests {
     @Test("quotes and backslashes are escaped, nil is NULL, other bytes pass as they are")
     func literal() {
