@@ -16,7 +16,6 @@ static struct { unsigned int status; char *body; size_t length; } bodies[MAX_BOD
 static int body_count = 0;
 static pthread_mutex_t registering = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local int queueing_own = 0;
-static unsigned long replaced = 0;
 
 void herald_set_error_body(unsigned int status, const char *body, size_t length) {
     pthread_mutex_lock(&registering);
@@ -52,8 +51,6 @@ enum MHD_Result herald_queue_response(struct MHD_Connection *connection, unsigne
     return result;
 }
 
-unsigned long herald_replaced_error_count(void) { return __atomic_load_n(&replaced, __ATOMIC_RELAXED); }
-
 enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned int status,
                                    struct MHD_Response *response) {
     queue_fn real = real_queue();
@@ -74,6 +71,5 @@ enum MHD_Result MHD_queue_response(struct MHD_Connection *connection, unsigned i
     MHD_add_response_header(json, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result result = real(connection, status, json);
     MHD_destroy_response(json);
-    __atomic_fetch_add(&replaced, 1, __ATOMIC_RELAXED);
     return result;
 }

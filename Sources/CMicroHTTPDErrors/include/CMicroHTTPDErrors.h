@@ -26,7 +26,4 @@ void herald_set_error_body(unsigned int status, const char *body, size_t length)
 /* Queues a response Herald built: it is sent as it is. */
 enum MHD_Result herald_queue_response(struct MHD_Connection *connection, unsigned int status,
                                       struct MHD_Response *response);
-
-/* How many of libmicrohttpd's own error answers were replaced (for tests and metrics). */
-unsigned long herald_replaced_error_count(void);
 #endif

@@ -87,10 +87,11 @@ public struct IngestStore: Sendable {
                         if new { accepted.append(event) }
                     }
                     if !accepted.isEmpty {
+                        // a reply moves what was filed under its id only when its creation is new here
                         let acceptedIDs = Set(accepted.compactMap { $0.message.map { Array($0.id.utf8) } })
-                        jobsProduced = try FactWriter(app: app, events: accepted,
-                                                      rehome: resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }).write(holding: held, jobsMayExist: jobsMayExist,
-                                                                                         on: connection)
+                        let rehome = resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }
+                        let writer = FactWriter(app: app, events: accepted, rehome: rehome)
+                        jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, on: connection)
                     }
                 }
                 break

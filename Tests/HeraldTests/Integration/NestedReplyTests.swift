@@ -14,6 +14,16 @@ struct NestedReplyTests {
         environment = try TestEnvironment.shared()
     }
 
+    /// A new app whose group g1 has `members` since before `base` (a minute ago).
+    func groupApp(_ members: [String]) throws -> (TestApp, Int64) {
+        let app = try environment.makeApp(prefix: "nested")
+        let base = nowMilliseconds() - 60_000
+        try app.ingest(members.enumerated().map {
+            Events.member("join-\($0.element)", "member.joined", uid: $0.element, at: base - 10_000 + Int64($0.offset))
+        }, client: client)
+        return (app, base)
+    }
+
     /// What one delivery order leaves: the stored thread of each reply, thread rows, subscription
     /// rows by thread, jobs, and alice's inbox row of the root.
     struct Outcome: Equatable, CustomStringConvertible {
@@ -28,12 +38,7 @@ struct NestedReplyTests {
     }
 
     func run(order: [[Int]]) throws -> Outcome {
-        let app = try environment.makeApp(prefix: "nested")
-        let base = nowMilliseconds() - 60_000
-        let joins = ["alice", "bob", "carol", "dave"].enumerated().map {
-            Events.member("join-\($0.element)", "member.joined", uid: $0.element, at: base - 10_000 + Int64($0.offset))
-        }
-        #expect(try app.post(joins, client: client).json["accepted"] as? Int == 4)
+        let (app, base) = try groupApp(["alice", "bob", "carol", "dave"])
         let events: [[String: Any]] = [
             Events.message("e-p", id: "p", sender: "alice", at: base, text: "root"),
             Events.message("e-r1", id: "r1", sender: "bob", parent: "p", parentSender: "alice", at: base + 1_000, text: "first"),
@@ -88,12 +93,7 @@ struct NestedReplyTests {
 
     @Test("an unsubscribe and a read made while the middle reply was unknown move with it to the root")
     func actionsMove() throws {
-        let app = try environment.makeApp(prefix: "nested")
-        let base = nowMilliseconds() - 60_000
-        let joins = ["alice", "bob", "carol", "dave"].enumerated().map {
-            Events.member("join-\($0.element)", "member.joined", uid: $0.element, at: base - 10_000 + Int64($0.offset))
-        }
-        #expect(try app.post(joins, client: client).json["accepted"] as? Int == 4)
+        let (app, base) = try groupApp(["alice", "bob", "carol", "dave"])
         // r2 names r1, not yet seen: filed under r1 for now
         #expect(try app.post([Events.message("e-r2", id: "r2", sender: "carol", parent: "r1", at: base + 2_000, mentions: ["dave"])],
                              client: client).status == 200)
@@ -120,10 +120,7 @@ struct NestedReplyTests {
 
     @Test("a placeholder left under a reply's id (an edit that came first) does not keep a later reply out of the root's thread")
     func placeholderChain() throws {
-        let app = try environment.makeApp(prefix: "nested")
-        let base = nowMilliseconds() - 60_000
-        try app.ingest([Events.member("join-alice", "member.joined", uid: "alice", at: base - 10_000),
-                        Events.member("join-bob", "member.joined", uid: "bob", at: base - 9_000)], client: client)
+        let (app, base) = try groupApp(["alice", "bob"])
         try app.ingest([Events.message("e-p", id: "p", sender: "alice", at: base)], client: client)
         // an edit of c naming b, before b or c is known: a placeholder c under b
         try app.ingest([Events.edit("e-c-edit", id: "c", sender: "bob", parent: "b", at: base + 5_000, mentions: nil, text: "edited")],
