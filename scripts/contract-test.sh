@@ -97,6 +97,12 @@ done
 base="http://127.0.0.1:$port"
 echo "contract: herald serve on $base, app $app" >&2
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_seed.py "$base" "$key"
+# User tokens minted by PyJWT must work (and bad ones fail) before schemathesis uses one.
+user_token=$(PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_tokens.py "$base" "$key" "$app")
+# The served document (the file plus the /v1/me mirror Herald derives) is valid OpenAPI too.
+"$venv/bin/python" -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
+  "$base/openapi.json" > "$out/openapi.served.json"
+"$venv/bin/openapi-spec-validator" "$out/openapi.served.json" >&2
 
 seed=${HERALD_CONTRACT_SEED:-1}
 [ "$seed" = random ] && seed=$(od -An -tu4 -N4 /dev/urandom | tr -d ' ')
@@ -117,9 +123,11 @@ st_run() {
 started=$(date +%s)
 status=0
 echo "contract: app routes with a server key" >&2
-st_run -H "Authorization: Bearer $key" --exclude-path-regex '^/v1/apps' 2>&1 | tee "$out/app-routes.txt" || status=1
+st_run -H "Authorization: Bearer $key" --exclude-path-regex '^/v1/(apps|me/)' 2>&1 | tee "$out/app-routes.txt" || status=1
 echo "contract: admin routes with the admin token" >&2
 st_run -H "Authorization: Bearer $HERALD_ADMIN_TOKEN" --include-path-regex '^/v1/apps' 2>&1 | tee "$out/admin-routes.txt" || status=1
+echo "contract: the /v1/me mirror with a user token" >&2
+st_run -H "Authorization: Bearer $user_token" --include-path-regex '^/v1/me/' 2>&1 | tee "$out/user-routes.txt" || status=1
 echo "contract: schemathesis took $(( $(date +%s) - started )) s" >&2
 
 if grep -q '"level":"error"' "$log"; then
@@ -127,16 +135,16 @@ if grep -q '"level":"error"' "$log"; then
   grep '"level":"error"' "$log" | head -n 20 >&2
   status=1
 fi
-# The two runs together must have tested every operation of the document.
+# The three runs together must have tested every operation of the document.
 total=$(sed -n 's/^ *Operations: *[0-9]* selected \/ \([0-9]*\) total.*/\1/p' "$out/app-routes.txt" | head -n 1)
-tested=$(cat "$out/app-routes.txt" "$out/admin-routes.txt" | awk '/^ *Tested: *[0-9]+/ { n += $2 } END { print n + 0 }')
+tested=$(cat "$out/app-routes.txt" "$out/admin-routes.txt" "$out/user-routes.txt" | awk '/^ *Tested: *[0-9]+/ { n += $2 } END { print n + 0 }')
 if [ "$tested" != "${total:-?}" ]; then
   echo "contract: $tested operations tested, but the document has ${total:-an unknown number of} operations" >&2
   status=1
 fi
 # One line to close on: operations tested, and those with a failure (a heading per operation
 # in schemathesis's FAILURES and ERRORS sections).
-failed=$(cat "$out/app-routes.txt" "$out/admin-routes.txt" | awk '/^_+ [A-Z]+ \/.* _+$/ { n++ } END { print n + 0 }')
+failed=$(cat "$out/app-routes.txt" "$out/admin-routes.txt" "$out/user-routes.txt" | awk '/^_+ [A-Z]+ \/.* _+$/ { n++ } END { print n + 0 }')
 [ "$status" = 0 ] || [ "$failed" -gt 0 ] || failed=1
 passed=$(( tested > failed ? tested - failed : 0 ))
 echo "contract: $passed passed, $failed failed"

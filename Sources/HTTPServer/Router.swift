@@ -34,6 +34,11 @@ public struct Router<Value: Sendable>: Sendable {
         routes.map { ($0.method, $0.pattern) }
     }
 
+    /// Every registered route with its value, in registration order (to derive routes from others).
+    public var entries: [(method: String, pattern: String, value: Value)] {
+        routes.map { ($0.method, $0.pattern, $0.value) }
+    }
+
     /// Registers `value` for `method` on `pattern` (`/v1/apps/{app}/keys`).
     public mutating func add(_ method: String, _ pattern: String, _ value: Value) {
         let segments = Self.split(pattern).map { part -> Segment in

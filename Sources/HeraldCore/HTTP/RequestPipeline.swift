@@ -27,6 +27,8 @@ public struct RequestPipeline: Sendable {
         PreferencesAPI.register(in: &router)
         JobsAPI.register(in: &router)
         RoutingAPI.register(in: &router)
+        TokenKeysAPI.register(in: &router)
+        UserRoutes.mirror(in: &router)
         self.router = router
     }
 
@@ -37,25 +39,34 @@ public struct RequestPipeline: Sendable {
     public func respond(_ request: Request) -> Response {
         var pattern = "unmatched"
         var principal = Principal.anonymous
-        let response: Response
+        var response: Response
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             response = HTTPError.notFound.response
         case .methodNotAllowed(let allowed, let matched):
             pattern = matched
-            response = HTTPError.methodNotAllowed(allowed: allowed).response
+            if request.method == "OPTIONS", UserRoutes.isMirror(matched), let origin = request.header("origin"),
+               let method = request.header("access-control-request-method") {
+                response = preflight(origin: origin, method: method, allowed: allowed, request: request, pattern: matched)
+            } else {
+                response = HTTPError.methodNotAllowed(allowed: allowed).response
+            }
         case .found(let route, let matched, let parameters):
             pattern = matched
             do {
                 try Self.checkPathEncoding(request, pattern: matched)
                 principal = try authenticator.authenticate(request, access: route.access)
                 try Self.checkBody(request, route: route, limit: services.configuration.maxBodyBytes)
+                var parameters = parameters
+                // The mirror's uid is the token's (UserRoutes).
+                if let uid = principal.uid { parameters[UserRoutes.uidParameter] = uid }
                 let context = RequestContext(request: request, parameters: parameters, principal: principal,
                                              services: services)
                 response = try route.handler(context)
             } catch {
                 response = errorResponse(error, request: request, pattern: pattern)
             }
+            if UserRoutes.isMirror(matched) { UserRoutes.addCORSHeaders(&response, principal: principal) }
         }
         if response.isDeferred, let deferral = request.deferral {
             // Logged when the answer is sent.
@@ -67,6 +78,17 @@ public struct RequestPipeline: Sendable {
             logRequest(request, pattern: pattern, principal: principal, status: response.status)
         }
         return response
+    }
+
+    /// A CORS preflight for a user route, which carries no token: the origin must be listed by
+    /// some app (the request itself is then allowed only for the token's app).
+    private func preflight(origin: String, method: String, allowed: [String], request: Request, pattern: String) -> Response {
+        do {
+            let listed = try services.database.withConnection { try TokenKeyStore().anyAppAllows(origin: origin, on: $0) }
+            return CORS.preflight(origin: origin, method: method, allowed: allowed, originListed: listed)
+        } catch {
+            return errorResponse(error, request: request, pattern: pattern)
+        }
     }
 
     /// A path parameter must be valid UTF-8 once percent-decoded: `%FF` is not an id.

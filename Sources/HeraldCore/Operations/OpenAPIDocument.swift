@@ -1,9 +1,13 @@
 import FoundationEssentials
+import JSON
 
 /// The OpenAPI 3.1 document served at GET /openapi.json: the file `openapi/openapi.json`, found
-/// at start-up the way `sql/` is (`HERALD_OPENAPI_FILE` names another), read once and served as
-/// its bytes. `make test` lints it (openapi-spec-validator), checks that it names exactly the
-/// routes the router serves (OpenAPITests), and runs schemathesis against the live server with it.
+/// at start-up the way `sql/` is (`HERALD_OPENAPI_FILE` names another), read once, with the
+/// `/v1/me/…` mirror of its user routes added (SPEC §15; `UserRoutes` does the same for the
+/// router, so each user route is written once in each place), and served as bytes. `make test`
+/// lints the file and the served document (openapi-spec-validator), checks that the document
+/// names exactly the routes the router serves (OpenAPITests), and runs schemathesis against the
+/// live server with it.
 public struct OpenAPIDocument: Sendable {
     public let bytes: [UInt8]
 
@@ -12,6 +16,46 @@ public struct OpenAPIDocument: Sendable {
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
             throw ConfigurationError(variable: "HERALD_OPENAPI_FILE", message: "cannot read the OpenAPI document at \(path)")
         }
-        return OpenAPIDocument(bytes: Array(data))
+        guard let document = try? JSONParser.parse(Array(data), maxDepth: 64) else {
+            throw ConfigurationError(variable: "HERALD_OPENAPI_FILE", message: "the OpenAPI document at \(path) is not JSON")
+        }
+        return OpenAPIDocument(bytes: Array(withUserMirror(document).jsonText.utf8))
+    }
+
+    /// The document with a `/v1/me/…` operation for each `/v1/users/{uid}/…` one: no `uid` or
+    /// `X-App-Id` parameter, the `userToken` scheme, and the user-token 401.
+    static func withUserMirror(_ document: JSONValue) -> JSONValue {
+        guard case .object(var root) = document, case .object(var paths)? = root["paths"] else { return document }
+        let dropped: Set<JSONValue> = [.string("#/components/parameters/Uid"), .string("#/components/parameters/XAppId")]
+        for (path, item) in paths where path.hasPrefix(UserRoutes.userPrefix) {
+            guard case .object(let operations) = item else { continue }
+            var mirrored: [String: JSONValue] = [:]
+            for (method, operation) in operations {
+                guard case .object(var op) = operation else { mirrored[method] = operation; continue }
+                if case .array(let parameters)? = op["parameters"] {
+                    op["parameters"] = .array(parameters.filter { parameter in
+                        guard case .object(let fields) = parameter, let reference = fields["$ref"] else { return true }
+                        return !dropped.contains(reference)
+                    })
+                }
+                if case .string(let id)? = op["operationId"] {
+                    op["operationId"] = .string("me" + id.prefix(1).uppercased() + id.dropFirst())
+                }
+                let description: String = if case .string(let text)? = op["description"] { text } else { "" }
+                let intro = "With a user token (SPEC §15): `\(method.uppercased()) \(path)` for the token's `sub`, same body and answers."
+                let rest = description.components(separatedBy: "\n\nAllowed:").first ?? ""
+                op["description"] = .string(intro + (rest.isEmpty ? "" : "\n\n" + rest) + "\n\nAllowed: user tokens only; API keys and the admin token get 403.")
+                op["security"] = .array([.object(["userToken": .array([])])])
+                if case .object(var responses)? = op["responses"] {
+                    responses["401"] = .object(["$ref": .string("#/components/responses/TokenUnauthorized")])
+                    responses["429"] = .object(["$ref": .string("#/components/responses/TooManyRequests")])
+                    op["responses"] = .object(responses)
+                }
+                mirrored[method] = .object(op)
+            }
+            paths[UserRoutes.mirrorPath(of: path)] = .object(mirrored)
+        }
+        root["paths"] = .object(paths)
+        return .object(root)
     }
 }

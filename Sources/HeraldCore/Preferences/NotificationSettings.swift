@@ -18,6 +18,10 @@ public struct AppSettings: Sendable, Equatable {
     public var bypassPreferencesForAll = false
     public var privacyTemplateMode = PrivacyTemplateMode.userChoice
     public var largeGroupThreshold = 1000
+    /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
+    public var corsOrigins: [String] = []
+    /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
+    public var userRateLimit = UserRateLimit.default
 
     /// The built-in defaults: the values of SPEC §7.1, every field overridable.
     public static let defaults = AppSettings(entries: Dictionary(uniqueKeysWithValues: PreferenceField.all.map {
@@ -39,6 +43,8 @@ public struct AppSettings: Sendable, Equatable {
         root["bypassPreferencesForAll"] = .bool(bypassPreferencesForAll)
         root["privacyTemplateMode"] = .string(privacyTemplateMode.rawValue)
         root["largeGroupThreshold"] = .int(largeGroupThreshold)
+        root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
+        root["userRateLimit"] = userRateLimit.json
         return .object(root)
     }
 
@@ -74,6 +80,10 @@ public struct AppSettings: Sendable, Equatable {
                                     params: ["field": .string(key), "min": 1, "max": 1_000_000])
                 }
                 next.largeGroupThreshold = threshold
+            case "corsOrigins":
+                next.corsOrigins = try CORS.validate(value, field: key)
+            case "userRateLimit":
+                try next.userRateLimit.apply(patch: value, field: key)
             default:
                 try PreferenceTree.walk(key: key, value: value) { path, field, input throws(HTTPError) in
                     guard case .object(let object) = input else {

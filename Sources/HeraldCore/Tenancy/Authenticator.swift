@@ -7,6 +7,8 @@ public struct Authenticator: Sendable {
     let adminToken: AdminToken?
     let store: TenancyStore
     let database: PostgresPool
+    let userTokens = UserTokenVerifier()
+    let userLimiter = UserRateLimiter()
 
     public init(adminToken: String?, store: TenancyStore, database: PostgresPool) {
         self.adminToken = adminToken.map(AdminToken.init)
@@ -19,13 +21,32 @@ public struct Authenticator: Sendable {
     static let noAccess = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                     message: "this key may not use this route or app")
 
+    /// The `WWW-Authenticate` challenge of the user routes (RFC 6750 §3).
+    static let bearerChallenge = #"Bearer realm="herald""#
+
+    /// `401` for a refused user token, with RFC 6750's `invalid_token` challenge.
+    static func tokenRefused(_ rejection: UserToken.Rejection) -> HTTPError {
+        let (code, message) = switch rejection {
+        case .invalid(let reason): ("AUTH_ERR_TOKEN_INVALID", reason)
+        case .expired(let reason): ("AUTH_ERR_TOKEN_EXPIRED", reason)
+        }
+        return HTTPError(status: 401, code: code, message: message,
+                         headers: ["WWW-Authenticate": bearerChallenge + #", error="invalid_token""#])
+    }
+
     public func authenticate(_ request: Request, access: Access) throws -> Principal {
         if access == .public { return .anonymous }
-        guard let token = Self.bearerToken(request) else { throw Self.missingToken }
+        guard let token = Self.bearerToken(request) else {
+            var error = Self.missingToken
+            if access == .user { error.headers["WWW-Authenticate"] = Self.bearerChallenge }
+            throw error
+        }
         let requestedApp = request.header("x-app-id")
 
         if let adminToken, adminToken.matches(token) {
             switch access {
+            case .user:
+                throw Self.noAccess
             case .public, .admin:
                 return Principal(kind: .admin, app: nil)
             case .app:
@@ -41,21 +62,57 @@ public struct Authenticator: Sendable {
             }
         }
 
+        // Checked after the admin token, which is the operator's to choose (it may hold dots).
+        if UserToken.looksLikeJWT(token) {
+            return try authenticateUser(token, request: request, access: access)
+        }
+
         guard let key = APIKey.parse(token),
               let stored = try database.withConnection({ try store.liveKey(id: key.id, on: $0) }),
               key.matches(secretHash: stored.secretHash) else {
+            // On the user routes a bearer token that is no key is a malformed user token.
+            if access == .user { throw Self.tokenRefused(.invalid("the token is not a compact JWS (header.claims.signature)")) }
             throw Self.missingToken
         }
         switch access {
         case .public:
             return .anonymous
-        case .admin:
+        case .admin, .user:
             throw Self.noAccess
         case .app(let roles):
             guard roles.contains(stored.role) else { throw Self.noAccess }
             if let requestedApp, requestedApp != stored.app { throw Self.noAccess }
             return Principal(kind: .key(id: key.id, role: stored.role), app: stored.app)
         }
+    }
+
+    /// A user token: verified on every route (401 when refused), allowed only on the user routes
+    /// (403 elsewhere), then held to the user's rate (429).
+    private func authenticateUser(_ token: String, request: Request, access: Access) throws -> Principal {
+        let origin = request.header("origin")
+        let verified: (grant: UserToken.Grant, access: UserAccessSettings)
+        do {
+            verified = try userTokens.verify(token, database: database)
+        } catch let failure as UserTokenVerifier.Failure {
+            var error = Self.tokenRefused(failure.rejection)
+            if let origin, failure.access?.corsOrigins.contains(origin) == true { error.headers.merge(CORS.allow(origin)) { $1 } }
+            throw error
+        }
+        let grant = verified.grant
+        let allowedOrigin = origin.flatMap { verified.access.corsOrigins.contains($0) ? $0 : nil }
+        guard access == .user else { throw Self.noAccess }
+        if let app = request.header("x-app-id"), app != grant.app {
+            var error = Self.noAccess
+            if let allowedOrigin { error.headers.merge(CORS.allow(allowedOrigin)) { $1 } }
+            throw error
+        }
+        if let retryAfter = userLimiter.take(app: grant.app, uid: grant.uid, limit: verified.access.rateLimit) {
+            var error = HTTPError(status: 429, code: "ERR_OVERLOADED", message: "this user's request rate is over the app's userRateLimit; retry later",
+                                  headers: ["Retry-After": String(retryAfter)])
+            if let allowedOrigin { error.headers.merge(CORS.allow(allowedOrigin)) { $1 } }
+            throw error
+        }
+        return Principal(kind: .user(uid: grant.uid, kid: grant.kid), app: grant.app, corsOrigin: allowedOrigin)
     }
 
     /// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive.

@@ -16,6 +16,8 @@ public enum Access: Sendable, Equatable {
     case admin
     /// App keys with one of these roles, or the admin token naming the app in `X-App-Id`.
     case app(Set<Role>)
+    /// A user token only (SPEC §15): the `/v1/me/…` mirror of the user routes.
+    case user
 
     /// Routes of the chat backend and operators.
     public static let server = Access.app([.server])
@@ -33,13 +35,28 @@ public struct Principal: Sendable, Equatable {
         case anonymous
         case admin
         case key(id: String, role: Role)
+        /// A user token's `sub`, verified with token key `kid`.
+        case user(uid: String, kid: String)
     }
 
     public let kind: Kind
     /// The app the request acts in; nil for anonymous and for the admin on admin routes.
     public let app: String?
+    /// A user request's `Origin` when its app lists it in `corsOrigins`: the response allows it.
+    public var corsOrigin: String?
+
+    public init(kind: Kind, app: String?, corsOrigin: String? = nil) {
+        self.kind = kind
+        self.app = app
+        self.corsOrigin = corsOrigin
+    }
 
     public static let anonymous = Principal(kind: .anonymous, app: nil)
+
+    /// The uid a user token names; nil for every other caller.
+    public var uid: String? {
+        if case .user(let uid, _) = kind { uid } else { nil }
+    }
 
     /// The role name for responses and logs (`admin`, `server`, …).
     public var roleName: String? {
@@ -47,6 +64,7 @@ public struct Principal: Sendable, Equatable {
         case .anonymous: return nil
         case .admin: return "admin"
         case .key(_, let role): return role.rawValue
+        case .user: return "user"
         }
     }
 }

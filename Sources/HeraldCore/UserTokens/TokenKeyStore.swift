@@ -1,0 +1,78 @@
+import Postgres
+import Secrets
+
+/// An app's token keys in PostgreSQL (`token_keys`), and the one lookup each user token costs.
+struct TokenKeyStore: Sendable {
+    /// A key as the API lists it: never its secret.
+    struct Info: Sendable, Encodable {
+        let kid: String
+        let alg: String
+        let createdAt: Int64
+    }
+
+    /// A key as created: an HS256 key's secret is in it this once.
+    struct Created: Sendable, Encodable {
+        let kid: String
+        let alg: String
+        let secret: String?
+        let createdAt: Int64
+    }
+
+    /// What verifying a token needs: the key's row and its app's CORS and rate settings.
+    struct Lookup: Sendable {
+        let app: String
+        let algorithm: UserToken.Algorithm
+        let secret: [UInt8]?
+        let publicKey: String?
+        let access: UserAccessSettings
+    }
+
+    /// Most keys an app may hold at once (rotation needs two; a key per backend service a few).
+    static let maxKeysPerApp = 100
+
+    /// Stores a new key; nil when the app already has `maxKeysPerApp`.
+    func create(app: String, algorithm: UserToken.Algorithm, publicKey: String?, on connection: PostgresConnection) throws -> Created? {
+        let kid = "tk_" + Secrets.hex(Secrets.randomBytes(12))
+        let secret = algorithm == .hs256 ? Base64URL.encode(Secrets.randomBytes(32)) : nil
+        let rows = try connection.query("""
+            INSERT INTO token_keys (kid, app, alg, secret, public_key)
+            SELECT $1, $2, $3, $4, $5
+            WHERE (SELECT count(*) FROM token_keys WHERE app = $2) < $6
+            RETURNING created_at
+            """, [kid, app, algorithm.rawValue, secret.map { PostgresBytes(Array($0.utf8)) }, publicKey, Self.maxKeysPerApp])
+        guard let row = rows.first else { return nil }
+        return Created(kid: kid, alg: algorithm.rawValue, secret: secret, createdAt: try row.decode(0))
+    }
+
+    func list(app: String, on connection: PostgresConnection) throws -> [Info] {
+        try connection.query("SELECT kid, alg, created_at FROM token_keys WHERE app = $1 ORDER BY created_at, kid", [app]).map {
+            Info(kid: try $0.decode("kid"), alg: try $0.decode("alg"), createdAt: try $0.decode("created_at"))
+        }
+    }
+
+    /// Deletes a key of `app`; false when the app has none with this kid.
+    func delete(app: String, kid: String, on connection: PostgresConnection) throws -> Bool {
+        !(try connection.query("DELETE FROM token_keys WHERE app = $1 AND kid = $2 RETURNING kid", [app, kid])).isEmpty
+    }
+
+    /// The key `kid` names, with its app's settings for user requests; one indexed read.
+    func lookup(kid: String, on connection: PostgresConnection) throws -> Lookup? {
+        let rows = try connection.query("""
+            SELECT k.app, k.alg, k.secret, k.public_key,
+                   s.settings -> 'corsOrigins' AS cors_origins, s.settings -> 'userRateLimit' AS user_rate_limit
+            FROM token_keys k LEFT JOIN app_settings s ON s.app = k.app
+            WHERE k.kid = $1
+            """, [kid])
+        guard let row = rows.first, let algorithm = UserToken.Algorithm(rawValue: try row.decode("alg")) else { return nil }
+        return Lookup(app: try row.decode("app"), algorithm: algorithm,
+                      secret: try row.decode("secret", as: PostgresBytes?.self)?.bytes,
+                      publicKey: try row.decode("public_key"),
+                      access: UserAccessSettings(corsOrigins: try row.decode("cors_origins"),
+                                                 userRateLimit: try row.decode("user_rate_limit")))
+    }
+
+    /// Whether any app lists `origin` in `corsOrigins` (a preflight carries no token).
+    func anyAppAllows(origin: String, on connection: PostgresConnection) throws -> Bool {
+        !(try connection.query("SELECT 1 FROM app_settings WHERE settings -> 'corsOrigins' ? $1 LIMIT 1", [origin])).isEmpty
+    }
+}
