@@ -14,7 +14,7 @@ struct Options {
     var soakSeconds: Double?
 
     static let usage = """
-        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,S1,S2,W1,W2,W3,W4,W5,SOAK] [--soak-seconds N]
+        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,W1,W2,W3,W4,W5,SOAK] [--soak-seconds N]
                             [--database-url URL] [--herald http://HOST:PORT --admin-token T [--herald-pid PID]]
 
         Without --database-url, starts a PostgreSQL cluster of its own in /tmp (scripts/pg.sh).
@@ -74,6 +74,7 @@ do {
     }
     if options.wants("L1") { bench.httpCeiling() }
     if options.wants("L2") { attempt("L2") { try bench.databaseCeiling() } }
+    if options.wants("L3") { attempt("L3") { try bench.tokenVerification() } }
     if options.wants("S1") { attempt("S1") { try bench.peerScenario("S1", members: 50, replies: 500, goal: 1000) } }
     if options.wants("S2") { attempt("S2") { try bench.peerScenario("S2", members: 500, replies: 200, goal: 150) } }
     if options.wants("W1") || options.wants("W2") {

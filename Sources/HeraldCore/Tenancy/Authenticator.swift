@@ -20,6 +20,10 @@ public struct Authenticator: Sendable {
                                         message: "a valid API key is required in Authorization: Bearer <key>")
     static let noAccess = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                     message: "this key may not use this route or app")
+    static let userTokenElsewhere = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
+                                              message: "a user token may call only the /v1/me/… routes, for its own app")
+    static let keyOnUserRoute = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
+                                          message: "/v1/me/… takes a user token; API keys and the admin token name the user: /v1/users/{uid}/…")
 
     /// The `WWW-Authenticate` challenge of the user routes (RFC 6750 §3).
     static let bearerChallenge = #"Bearer realm="herald""#
@@ -46,7 +50,7 @@ public struct Authenticator: Sendable {
         if let adminToken, adminToken.matches(token) {
             switch access {
             case .user:
-                throw Self.noAccess
+                throw Self.keyOnUserRoute
             case .public, .admin:
                 return Principal(kind: .admin, app: nil)
             case .app:
@@ -77,8 +81,10 @@ public struct Authenticator: Sendable {
         switch access {
         case .public:
             return .anonymous
-        case .admin, .user:
+        case .admin:
             throw Self.noAccess
+        case .user:
+            throw Self.keyOnUserRoute
         case .app(let roles):
             guard roles.contains(stored.role) else { throw Self.noAccess }
             if let requestedApp, requestedApp != stored.app { throw Self.noAccess }
@@ -100,9 +106,9 @@ public struct Authenticator: Sendable {
         }
         let grant = verified.grant
         let allowedOrigin = origin.flatMap { verified.access.corsOrigins.contains($0) ? $0 : nil }
-        guard access == .user else { throw Self.noAccess }
+        guard access == .user else { throw Self.userTokenElsewhere }
         if let app = request.header("x-app-id"), app != grant.app {
-            var error = Self.noAccess
+            var error = Self.userTokenElsewhere
             if let allowedOrigin { error.headers.merge(CORS.allow(allowedOrigin)) { $1 } }
             throw error
         }
