@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Contract tests: schemathesis (pinned in scripts/requirements-test.txt, installed into a venv
 # under .build) checks the live `herald serve` against the OpenAPI document it serves at
-# GET /openapi.json, over every documented route. A run fails on any 5xx, any response that does
+# GET /openapi.json, over every documented route; PyJWT's tokens are checked on the user routes
+# (scripts/contract_tokens.py), and the operator console runs in a headless Chromium
+# (scripts/console_test.py; Debian's chromium, installed if missing; HERALD_SKIP_CONSOLE=1 skips it). A run fails on any 5xx, any response that does
 # not match its documented schema, content type or headers, any undocumented status code, and
 # any request the document calls invalid that the server accepts.
 #
@@ -131,6 +133,19 @@ st_run -H "Authorization: Bearer $key" --exclude-path-regex '^/v1/(apps|me/)' 2>
 echo "contract: admin routes with the admin token" >&2
 st_run -H "Authorization: Bearer $HERALD_ADMIN_TOKEN" --include-path-regex '^/v1/apps' 2>&1 | tee "$out/admin-routes.txt" || status=1
 echo "contract: schemathesis took $(( $(date +%s) - started )) s" >&2
+
+# The operator console in a real headless Chromium (Debian's), driven by Playwright.
+if [ -z "${HERALD_SKIP_CONSOLE:-}" ]; then
+  chromium_bin=$(command -v chromium || true)
+  if [ -z "$chromium_bin" ]; then
+    echo "contract: installing chromium" >&2
+    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+    chromium_bin=$(command -v chromium)
+  fi
+  echo "contract: the console in $("$chromium_bin" --version 2>/dev/null | head -n 1)" >&2
+  PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/console_test.py "$base" "$HERALD_ADMIN_TOKEN" "$chromium_bin" || status=1
+fi
 
 # A user-token run in which the token never worked would test nothing but 401s.
 if grep -q "Authentication failed" "$out/user-routes.txt"; then

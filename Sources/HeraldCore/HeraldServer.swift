@@ -22,6 +22,7 @@ public final class HeraldServer: Sendable {
         }
         let migrator = try Migrator(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
         let openAPI = try OpenAPIDocument.load(configured: configuration.openAPIFile)
+        let console = try ConsoleFiles.load(configured: configuration.consoleDirectory)
         database = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.databasePoolSize,
             acquireTimeoutSeconds: Double(configuration.databaseAcquireTimeoutMs) / 1000))
@@ -38,7 +39,7 @@ public final class HeraldServer: Sendable {
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),
-                                             openAPI: openAPI))
+                                             openAPI: openAPI, console: console))
         let service = self.service
         http = HTTPServer(configuration: .init(
             host: configuration.listenHost, port: configuration.listenPort, threads: configuration.threads,

@@ -23,10 +23,13 @@ public struct Dependencies: Sendable {
     public let ingestCombiner: IngestCombiner
     /// The document served at `GET /openapi.json`.
     public let openAPI: OpenAPIDocument
+    /// The files of the operator console served at `/console/`.
+    public let console: ConsoleFiles
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
-                jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument) {
+                jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument, console: ConsoleFiles) {
         self.openAPI = openAPI
+        self.console = console
         self.metrics = metrics
         self.inboxRefresher = inboxRefresher
         self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestMaxInFlight)

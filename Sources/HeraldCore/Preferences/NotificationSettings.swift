@@ -142,6 +142,14 @@ public struct UserPreferences: Sendable, Equatable {
         return .object(root)
     }
 
+    /// Where each effective value comes from, by field path: `user` (the user's own, in force) or
+    /// `app` (the app's default) — what the console marks (`?include=sources`).
+    public func sourcesJSON(app: AppSettings) -> JSONValue {
+        .object(Dictionary(uniqueKeysWithValues: PreferenceField.all.map { field in
+            (field.path, JSONValue.string(app.entry(field.path).userCanOverride && values[field.path] != nil ? "user" : "app"))
+        }))
+    }
+
     /// Merges a PATCH body: fields the app does not let users override are ignored (not stored);
     /// any invalid value throws `400 ERR_INVALID_PREFERENCE` and changes nothing.
     public mutating func apply(patch: JSONValue, app: AppSettings) throws(HTTPError) {

@@ -27,10 +27,19 @@ enum PreferencesAPI {
 
         router.add("GET", "/v1/users/{uid}/preferences", Route(access: .server) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+            let include = context.request.query["include"]
+            guard include == nil || include == "sources" else {
+                throw HTTPError.badRequest("include must be sources", field: "include")
+            }
             let view = try context.services.database.withConnection { connection -> JSONValue in
                 let store = PreferenceStore()
-                return try store.preferences(app: context.app, uid: uid, on: connection)
-                    .effectiveJSON(app: store.settings(app: context.app, on: connection))
+                let preferences = try store.preferences(app: context.app, uid: uid, on: connection)
+                let settings = try store.settings(app: context.app, on: connection)
+                guard include != nil, case .object(var view) = preferences.effectiveJSON(app: settings) else {
+                    return preferences.effectiveJSON(app: settings)
+                }
+                view["sources"] = preferences.sourcesJSON(app: settings)
+                return .object(view)
             }
             return .jsonText(view.jsonText)
         })

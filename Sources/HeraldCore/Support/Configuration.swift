@@ -39,6 +39,8 @@ public struct Configuration: Sendable, Equatable {
     public var migrationsDirectory: String?
     /// The OpenAPI document (`HERALD_OPENAPI_FILE`); nil: `openapi/openapi.json` found next to the binary.
     public var openAPIFile: String?
+    /// The operator console's files (`HERALD_CONSOLE_DIR`); nil: `console/` found next to the binary.
+    public var consoleDirectory: String?
 
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
@@ -66,6 +68,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
         ("HERALD_OPENAPI_FILE", "the OpenAPI document served at /openapi.json (default: openapi/openapi.json found beside the binary)"),
+        ("HERALD_CONSOLE_DIR", "the operator console's files, served at /console/ (default: console/ found beside the binary)"),
     ]
 
     /// Reads the environment; a malformed value is an error that names the variable.
@@ -113,6 +116,7 @@ public struct Configuration: Sendable, Equatable {
         }
         migrationsDirectory = value("HERALD_MIGRATIONS_DIR")
         openAPIFile = value("HERALD_OPENAPI_FILE")
+        consoleDirectory = value("HERALD_CONSOLE_DIR")
     }
 
     init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,

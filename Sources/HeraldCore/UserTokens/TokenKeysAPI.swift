@@ -17,6 +17,11 @@ enum TokenKeysAPI {
 
     static func create(_ context: RequestContext) throws -> Response {
         let body = try context.request.decodeJSON(CreateBody.self)
+        // A misspelt field (`publickey`) must not make a key of another kind than meant.
+        if case .object(let fields)? = try? JSONParser.parse(context.request.body),
+           let unknown = fields.keys.sorted().first(where: { !["alg", "publicKey"].contains($0) }) {
+            throw HTTPError.badRequest("\(unknown) is not a field of a token key (alg, publicKey)", field: unknown)
+        }
         guard let algorithm = UserToken.Algorithm(rawValue: body.alg) else {
             throw HTTPError.badRequest("alg must be HS256, RS256 or ES256", field: "alg")
         }

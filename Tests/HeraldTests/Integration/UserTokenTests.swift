@@ -92,6 +92,7 @@ struct UserTokenTests {
             (["alg": "RS256", "publicKey": Self.ec.publicKeyPEM], "publicKey"),
             (["alg": "ES256", "publicKey": Self.rsa.publicKeyPEM], "publicKey"),
             (["alg": "ES256", "publicKey": PrivateKey.ec(curve: "P-384")!.publicKeyPEM], "publicKey"),
+            (["alg": "HS256", "publickey": "x"], "publickey"),
         ]
         for (body, field) in refused {
             let response = try createKey(app, body)

@@ -1,0 +1,214 @@
+"""The operator console (SPEC §16) in a real headless Chromium, driven by Playwright, against the
+live server (scripts/contract-test.sh runs it after schemathesis).
+
+Through the page only: sign in with a server key, change a default and see it through the API,
+see an API validation error at its field, restore defaults after the confirmation; look up a user
+and see an inbox row, which preferences are the user's, and an explain result; watch the queue,
+requeue a dead job and see a rejected event; sign in with the admin token, create an app and a
+key (the secret shown once) and revoke it; the same page in a narrow window. Throughout: no
+request leaves the server's origin, no script error, no Content-Security-Policy violation.
+Screenshots of each page go to .build/console-screenshots/.
+
+Usage: console_test.py BASE_URL ADMIN_TOKEN CHROMIUM
+"""
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+
+from playwright.sync_api import expect, sync_playwright
+
+BASE, ADMIN, CHROMIUM = sys.argv[1], sys.argv[2], sys.argv[3]
+SHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".build", "console-screenshots")
+
+
+def call(method, path, token, body=None, headers=None, content_type="application/json"):
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(BASE + path, data=data, method=method, headers={
+        "Authorization": "Bearer " + token, **({"Content-Type": content_type} if data else {}), **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read().decode()
+            return response.status, json.loads(text) if text else None
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read().decode() or "null")
+
+
+def check(condition, message):
+    if not condition:
+        sys.exit("console: " + message)
+
+
+def setup():
+    """An app with a server, ingest and worker key, a thread with a mention, a dead job and a
+    rejected event, all through the API."""
+    app = "console-" + os.urandom(4).hex()
+    check(call("POST", "/v1/apps", ADMIN, {"id": app})[0] == 201, "creating the app")
+    keys = {}
+    for role in ["server", "ingest", "worker"]:
+        status, body = call("POST", "/v1/apps/%s/keys" % app, ADMIN, {"role": role})
+        check(status == 201, "creating the %s key" % role)
+        keys[role] = body["key"]
+    now = int(time.time() * 1000)
+
+    def event(eid, kind, data):
+        return {"specversion": "1.0", "id": eid, "source": "console", "type": kind, "data": data}
+
+    def message(eid, mid, sender, at, text, parent=None, mentions=()):
+        data = {"id": mid, "sender": sender, "sentAt": at, "text": text, "mentions": list(mentions),
+                "receiverType": "group", "receiver": "g1"}
+        if parent:
+            data["parentId"] = parent
+        return event(eid, "message.created", data)
+
+    events = [event("j-" + uid, "member.joined", {"guid": "g1", "uid": uid, "at": now - 120_000}) for uid in ["alice", "bob", "carol"]]
+    events += [message("e1", "m1", "bob", now - 60_000, "Release plan?"),
+               message("e2", "m2", "alice", now - 30_000, "ping <@uid:carol>", parent="m1", mentions=["carol"]),
+               {"specversion": "1.0", "id": "bad-1", "source": "console", "type": "message.created", "data": {"id": "x"}}]
+    status, body = call("POST", "/v1/events", keys["ingest"], events, content_type="application/cloudevents-batch+json")
+    check(status == 200 and body["accepted"] == 5 and body["rejected"] == 1, "seeding events: %s" % body)
+    check(call("PATCH", "/v1/users/carol/preferences", keys["server"],
+               {"groupPreferences": {"messages": "SUBSCRIBE_TO_MENTIONS"}})[0] == 200, "carol's preference")
+    status, claimed = call("POST", "/v1/jobs/claim", keys["worker"], {"max": 1})
+    check(status == 200 and claimed["jobs"], "claiming a job")
+    job = claimed["jobs"][0]
+    status, _ = call("POST", "/v1/jobs/fail", keys["worker"],
+                     {"jobs": [{"id": job["id"], "attempt": job["attempt"], "error": "APNs said BadDeviceToken", "retryable": False}]})
+    check(status == 200 and call("GET", "/v1/jobs/stats", keys["worker"])[1]["dead"] == 1, "making a dead job")
+    return app, keys, job["id"]
+
+
+def main():
+    os.makedirs(SHOTS, exist_ok=True)
+    app, keys, dead_id = setup()
+    server = keys["server"]
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        requests, problems = [], []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("pageerror", lambda error: problems.append("script error: %s" % error))
+        page.on("console", lambda message: problems.append(message.text)
+                if message.type == "error" and "Failed to load resource" not in message.text else None)
+
+        response = page.goto(BASE + "/console/")
+        csp = response.headers.get("content-security-policy", "")
+        check("script-src 'self'" in csp and "default-src 'none'" in csp and "unsafe-inline" not in csp, "CSP: %r" % csp)
+        html = page.content()
+        check("<script>" not in html and "onclick" not in html and "style=" not in html, "inline script or style in the page")
+
+        # Sign in with the server key.
+        page.fill("input[name=token]", server)
+        page.click("[data-action=sign-in]")
+        replies = page.locator("select[name='groupPreferences.replies']")
+        expect(replies).to_be_visible()
+        page.screenshot(path=os.path.join(SHOTS, "settings.png"), full_page=True)
+
+        # Change a default; the API sees it.
+        replies.select_option("SUBSCRIBE_TO_SUBSCRIBED_THREADS")
+        page.uncheck("input[name='groupPreferences.replies.userCanOverride']")
+        page.click("[data-action=save-settings]")
+        expect(page.locator("#settings-status")).to_contain_text("Saved")
+        settings = call("GET", "/v1/settings/notifications", server)[1]
+        check(settings["groupPreferences"]["replies"] == {"value": "SUBSCRIBE_TO_SUBSCRIBED_THREADS", "userCanOverride": False},
+              "the saved default through the API: %s" % settings["groupPreferences"]["replies"])
+
+        # A validation error shows at its field, and nothing is saved.
+        page.fill("input[name=largeGroupThreshold]", "0")
+        page.click("[data-action=save-settings]")
+        error = page.locator("[data-error-for=largeGroupThreshold]")
+        expect(error).to_contain_text("ERR_INVALID_PREFERENCE")
+        check(call("GET", "/v1/settings/notifications", server)[1]["largeGroupThreshold"] == 1000, "a refused save changed nothing")
+        page.screenshot(path=os.path.join(SHOTS, "settings-error.png"), full_page=True)
+
+        # Restore defaults, after the confirmation.
+        page.click("[data-action=restore-defaults]")
+        page.click("[data-action=confirm-yes]")
+        expect(page.locator("#settings-status")).to_contain_text("defaults restored")
+        check(call("GET", "/v1/settings/notifications", server)[1]["groupPreferences"]["replies"]["value"] == "SUBSCRIBE_TO_ALL",
+              "defaults restored through the API")
+        expect(replies).to_have_value("SUBSCRIBE_TO_ALL")
+
+        # Users: carol's preferences (one of them hers), her inbox row and an explain result.
+        page.click("[data-view=users]")
+        page.fill("input[name=uid]", "carol")
+        page.click("[data-action=lookup-user]")
+        row = page.locator("#user-inbox tbody tr[data-thread=m1]")
+        expect(row).to_be_visible()
+        cells = row.locator("td")
+        check(cells.nth(2).inner_text() == "1" and cells.nth(3).inner_text() == "1" and cells.nth(4).inner_text() == "1",
+              "carol's inbox row: %s" % row.inner_text())
+        mine = page.locator("#user-preferences tr", has_text="groupPreferences.messages")
+        expect(mine.locator(".tag")).to_have_text("user")
+        expect(page.locator("#user-preferences tr", has_text="groupPreferences.replies").locator(".tag")).to_have_text("app")
+        page.fill("input[name=messageId]", "m2")
+        page.click("[data-action=explain]")
+        expect(page.locator("#explain-summary")).to_contain_text("Notified: mention")
+        check(page.locator("#explain-steps li").count() >= 2, "the decision's steps are listed")
+        page.screenshot(path=os.path.join(SHOTS, "users.png"), full_page=True)
+
+        # Queue: the dead job with its error, requeued; a rejected event; the chart drawn.
+        page.click("[data-view=queue]")
+        dead = page.locator("#dead-jobs tr[data-job='%s']" % dead_id)
+        expect(dead).to_contain_text("BadDeviceToken")
+        expect(page.locator("#rejected-events tbody")).to_contain_text("bad-1")
+        page.wait_for_timeout(3500)
+        painted = page.evaluate("""() => { const c = document.querySelector('#queue-chart');
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i]) n++; return n; }""")
+        check(painted > 500, "the queue chart is drawn (%d pixels)" % painted)
+        expect(page.locator("[data-stat=dead] dd")).to_have_text("1")
+        page.screenshot(path=os.path.join(SHOTS, "queue.png"), full_page=True)
+        dead.locator("[data-action=requeue]").click()
+        expect(dead).to_have_count(0)
+        stats = call("GET", "/v1/jobs/stats", server)[1]
+        check(stats["dead"] == 0 and stats["ready"] >= 1, "the requeued job through the API: %s" % stats)
+
+        # The admin token: create an app and a key, revoke the key.
+        page.click("[data-action=sign-out]")
+        page.fill("input[name=token]", ADMIN)
+        page.click("[data-action=sign-in]")
+        created = "console-made-" + os.urandom(3).hex()
+        page.fill("input[name=newAppId]", created)
+        page.click("[data-action=create-app]")
+        expect(page.locator("#apps-list tr[data-app='%s']" % created)).to_be_visible()
+        expect(page.locator("#keys-app")).to_have_text(created)
+        page.select_option("select[name=keyRole]", "worker")
+        page.fill("input[name=keyLabel]", "made in the console")
+        page.click("[data-action=create-key]")
+        secret = page.locator("[data-secret]")
+        expect(secret).to_contain_text("hk_")
+        token = secret.inner_text()
+        check(call("GET", "/v1/whoami", token)[1].get("role") == "worker", "the new key works")
+        page.screenshot(path=os.path.join(SHOTS, "apps.png"), full_page=True)
+        page.locator("#keys-list [data-action=revoke-key]").click()
+        page.click("[data-action=confirm-yes]")
+        expect(page.locator("#keys-list tbody tr")).to_have_count(0)
+        check(call("GET", "/v1/whoami", token)[0] == 401, "the revoked key is refused")
+        status, body = call("POST", "/v1/apps", ADMIN, {"id": created})
+        check(status == 409, "the app exists")
+
+        # A narrow window.
+        narrow = browser.new_context(viewport={"width": 390, "height": 844}).new_page()
+        narrow.on("request", lambda request: requests.append(request.url))
+        narrow.goto(BASE + "/console/")
+        narrow.fill("input[name=token]", server)
+        narrow.click("[data-action=sign-in]")
+        expect(narrow.locator("select[name='groupPreferences.replies']")).to_be_visible()
+        overflow = narrow.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        check(overflow <= 1, "the narrow page scrolls sideways by %d px" % overflow)
+        narrow.screenshot(path=os.path.join(SHOTS, "settings-narrow.png"), full_page=True)
+        browser.close()
+
+    foreign = [url for url in requests if not url.startswith(BASE + "/")]
+    check(not foreign, "requests to other origins: %s" % foreign)
+    check(not problems, "problems in the page: %s" % problems)
+    print("console: %d requests, all to %s; screenshots in %s" % (len(requests), BASE, os.path.normpath(SHOTS)), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
