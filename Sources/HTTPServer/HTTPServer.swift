@@ -121,6 +121,7 @@ public final class HTTPServer: @unchecked Sendable {
                            ptr_value: Unmanaged.passUnretained(self).toOpaque()),
             MHD_OptionItem(option: MHD_OPTION.NOTIFY_COMPLETED, value: unsafeBitCast(requestCompletedCallback, to: Int.self),
                            ptr_value: Unmanaged.passUnretained(self).toOpaque()),
+            MHD_OptionItem(option: MHD_OPTION.UNESCAPE_CALLBACK, value: unsafeBitCast(unescapeCallback, to: Int.self), ptr_value: nil),
             MHD_OptionItem(option: MHD_OPTION.END, value: 0, ptr_value: nil),
         ]
         let flags = MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
@@ -467,6 +468,25 @@ private func headerValues(_ connection: OpaquePointer, _ names: Set<String>) -> 
         return .YES
     }, Unmanaged.passUnretained(found).toOpaque())
     return found.values
+}
+
+/// Percent-decoding of the path and query, as libmicrohttpd's own, except that `%00` becomes the
+/// byte 0xFF: the path reaches Herald as a C string, so a decoded NUL would end it there and
+/// `/v1/settings/token-keys/tk_1%00x` would name `tk_1`. 0xFF is never valid UTF-8, so the segment
+/// is refused (`invalidPathSegments`) and a query value holds U+FFFD.
+private let unescapeCallback: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?) -> Int = { _, _, text in
+    guard let text else { return 0 }
+    var cursor = text
+    while cursor.pointee != 0 {
+        if cursor.pointee == CChar(UInt8(ascii: "%")), cursor[1] == CChar(UInt8(ascii: "0")), cursor[2] == CChar(UInt8(ascii: "0")) {
+            cursor[1] = CChar(UInt8(ascii: "F"))
+            cursor[2] = CChar(UInt8(ascii: "F"))
+            cursor += 3
+        } else {
+            cursor += 1
+        }
+    }
+    return Int(MHD_http_unescape(text))
 }
 
 /// The segments of a percent-decoded path that are not valid UTF-8 (libmicrohttpd decodes `%FF`

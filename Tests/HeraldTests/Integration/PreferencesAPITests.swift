@@ -56,6 +56,16 @@ struct PreferencesAPITests {
         #expect(invalid.errorParams["field"] as? String == "oneOnOnePreferences.replies")
         let current = try client.get("/v1/users/bob/preferences", token: app.serverKey)
         #expect(current.json["timezone"] as? String == "Europe/Paris", "nothing saved")
+        #expect(current.json["sources"] == nil)
+        // ?include=sources: the user's where the user set it and the app lets them; the app's elsewhere
+        // (replies was set by bob but may not be overridden).
+        let sources = try client.get("/v1/users/bob/preferences?include=sources", token: app.serverKey).json["sources"] as? [String: String]
+        #expect(sources?["groupPreferences.messages"] == "user")
+        #expect(sources?["timezone"] == "user")
+        #expect(sources?["groupPreferences.replies"] == "app")
+        #expect(sources?["oneOnOnePreferences.messages"] == "app")
+        #expect(sources?.count == 19)
+        #expect(try client.get("/v1/users/bob/preferences?include=nope", token: app.serverKey).status == 400)
         let reset = try client.delete("/v1/users/bob/preferences", token: app.serverKey)
         #expect(reset.json["timezone"] as? String == "UTC")
         #expect((reset.json["groupPreferences"] as? [String: Any])?["messages"] as? String == "SUBSCRIBE_TO_ALL")

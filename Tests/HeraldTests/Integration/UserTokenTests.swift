@@ -101,6 +101,10 @@ struct UserTokenTests {
         #expect(try client.post("/v1/settings/token-keys", token: app.workerKey, json: #"{"alg":"HS256"}"#).status == 403)
 
         let kid = try #require(rs.json["kid"] as? String)
+        // A NUL in the path is refused, not taken as the end of the id (which would name this key).
+        let truncated = try client.delete("/v1/settings/token-keys/\(kid)%00x", token: app.serverKey)
+        #expect(truncated.status == 400 && truncated.errorParams["field"] as? String == "kid", "\(truncated.text)")
+        #expect((try client.get("/v1/settings/token-keys", token: app.serverKey).json["data"] as? [Any])?.count == 3)
         #expect(try client.delete("/v1/settings/token-keys/\(kid)", token: app.serverKey).status == 204)
         let again = try client.delete("/v1/settings/token-keys/\(kid)", token: app.serverKey)
         #expect(again.status == 404 && again.errorCode == "ERR_NOT_FOUND")
