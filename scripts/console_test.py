@@ -67,8 +67,12 @@ def setup():
     events += [message("e1", "m1", "bob", now - 60_000, "Release plan?"),
                message("e2", "m2", "alice", now - 30_000, "ping <@uid:carol>", parent="m1", mentions=["carol"]),
                {"specversion": "1.0", "id": "bad-1", "source": "console", "type": "message.created", "data": {"id": "x"}}]
+    # 24 more threads carol is mentioned in, older than m1: her inbox has two pages of 20.
+    for n in range(24):
+        events.append(message("t%d" % n, "t%d" % n, "bob", now - 110_000 + n * 1000, "topic %d" % n))
+        events.append(message("tr%d" % n, "tr%d" % n, "alice", now - 109_500 + n * 1000, "see <@uid:carol>", parent="t%d" % n, mentions=["carol"]))
     status, body = call("POST", "/v1/events", keys["ingest"], events, content_type="application/cloudevents-batch+json")
-    check(status == 200 and body["accepted"] == 5 and body["rejected"] == 1, "seeding events: %s" % body)
+    check(status == 200 and body["accepted"] == 53 and body["rejected"] == 1, "seeding events: %s" % body)
     check(call("PATCH", "/v1/users/carol/preferences", keys["server"],
                {"groupPreferences": {"messages": "SUBSCRIBE_TO_MENTIONS"}})[0] == 200, "carol's preference")
     status, claimed = call("POST", "/v1/jobs/claim", keys["worker"], {"max": 1})
@@ -145,6 +149,14 @@ def main():
         mine = page.locator("#user-preferences tr", has_text="groupPreferences.messages")
         expect(mine.locator(".tag")).to_have_text("user")
         expect(page.locator("#user-preferences tr", has_text="groupPreferences.replies").locator(".tag")).to_have_text("app")
+        # Paged with the API's cursors: 20 threads, then the other 5.
+        expect(page.locator("#user-inbox tbody tr")).to_have_count(20)
+        page.click("[data-action=inbox-next]")
+        expect(page.locator("#user-inbox tbody tr")).to_have_count(5)
+        expect(page.locator("#user-inbox tbody tr[data-thread=t0]")).to_be_visible()
+        expect(page.locator("[data-action=inbox-next]")).to_be_disabled()
+        page.click("[data-action=inbox-first]")
+        expect(page.locator("#user-inbox tbody tr[data-thread=m1]")).to_be_visible()
         page.fill("input[name=messageId]", "m2")
         page.click("[data-action=explain]")
         expect(page.locator("#explain-summary")).to_contain_text("Notified: mention")

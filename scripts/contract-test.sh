@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Contract tests: schemathesis (pinned in scripts/requirements-test.txt, installed into a venv
-# under .build) checks the live `herald serve` against the OpenAPI document it serves at
-# GET /openapi.json, over every documented route; PyJWT's tokens are checked on the user routes
-# (scripts/contract_tokens.py), and the operator console runs in a headless Chromium
-# (scripts/console_test.py; Debian's chromium, installed if missing; HERALD_SKIP_CONSOLE=1 skips it). A run fails on any 5xx, any response that does
-# not match its documented schema, content type or headers, any undocumented status code, and
-# any request the document calls invalid that the server accepts.
+# Contract tests against the live `herald serve`, with tools pinned in
+# scripts/requirements-test.txt (installed into a venv under .build):
+# - schemathesis checks it against the OpenAPI document it serves at GET /openapi.json, over
+#   every documented route. A run fails on any 5xx, any response that does not match its
+#   documented schema, content type or headers, any undocumented status code, and any request
+#   the document calls invalid that the server accepts;
+# - PyJWT's tokens are checked on the user routes (scripts/contract_tokens.py);
+# - the operator console runs in a headless Chromium (scripts/console_test.py; Debian's chromium,
+#   installed if missing; HERALD_SKIP_CONSOLE=1 skips it).
 #
 #   bash scripts/contract-test.sh            alone: builds herald, starts a throwaway PostgreSQL
 #   DATABASE_URL=… bash scripts/contract-test.sh   against that database (scripts/test.sh does this)

@@ -76,6 +76,7 @@ Herald is starting on http://$HERALD_LISTEN  (Ctrl-C stops it, and the local dat
 
 Try:  curl -s http://$HERALD_LISTEN/readyz
       curl -s http://$HERALD_LISTEN/v1/whoami -H "Authorization: Bearer $(key server)"
+Console: http://$HERALD_LISTEN/console/  (sign in with the server key, or the admin token)
 
 TXT
 "$bin" serve
