@@ -45,10 +45,26 @@ let package = Package(
             dependencies: ["HeraldCore", "HTTPServer", "JSON", "Secrets"],
             swiftSettings: strict
         ),
-        // Tests against a real PostgreSQL and the real server over HTTP (scripts/test.sh starts the cluster).
-        .testTarget(
-            name: "HeraldTests",
+        // What the tests that need PostgreSQL share: the environment (a server on an ephemeral port,
+        // apps and keys), a raw-socket HTTP client, event builders, child processes and clusters.
+        .target(
+            name: "HeraldTestSupport",
             dependencies: ["HeraldCore", "HTTPServer", "JSON", "Postgres", "Secrets"],
+            path: "Tests/HeraldTestSupport",
+            swiftSettings: strict
+        ),
+        // The API over HTTP against a real PostgreSQL and the real server (scripts/test.sh starts
+        // the cluster); each suite skips itself, saying why, when DATABASE_URL is not set.
+        .testTarget(
+            name: "HeraldIntegrationTests",
+            dependencies: ["HeraldTestSupport", "HeraldCore", "HTTPServer", "JSON", "Postgres", "Secrets"],
+            swiftSettings: strict
+        ),
+        // Whole-system behaviour: crashes, restarts, shutdown, migrations, large fan-outs — child
+        // `herald serve` processes and private PostgreSQL clusters.
+        .testTarget(
+            name: "HeraldSystemTests",
+            dependencies: ["HeraldTestSupport", "HeraldCore", "HTTPServer", "JSON", "Postgres", "Secrets"],
             swiftSettings: strict
         ),
     ],

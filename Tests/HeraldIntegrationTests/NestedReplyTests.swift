@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// Issue 12, item 10 (SPEC §1: threads do not nest): a reply whose parent is itself a reply

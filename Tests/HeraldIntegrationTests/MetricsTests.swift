@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §10: `GET /metrics` in the Prometheus text format. A private server (same database) so

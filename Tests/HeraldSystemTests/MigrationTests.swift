@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import Postgres
 import Synchronization
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Migrations", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §16 at the HTTP level (the page itself is driven in Chromium by scripts/console_test.py):

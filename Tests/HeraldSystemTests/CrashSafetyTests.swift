@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Postgres
 import Synchronization
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Crash safety", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Preferences API", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 /// GET /openapi.json documents exactly the routes the server has, so a route added without its

@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Synchronization
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §8–9: jobs produced at ingest, and the jobs API.

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Admin API: apps and keys", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

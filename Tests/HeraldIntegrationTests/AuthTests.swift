@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Authentication and roles", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

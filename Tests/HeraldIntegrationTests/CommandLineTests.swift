@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Synchronization
+@testable import HeraldTestSupport
 import Testing
 
 /// `herald` and its subcommands: help texts, usage errors and exit codes (0 ok, 1 failure,

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+@testable import HeraldTestSupport
 import Testing
 
 /// Issue 12: what a hostile client tried, each a regression test of its defect.

@@ -1,4 +1,5 @@
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// Array parameters are sent as PostgreSQL array literals (`unnest($1::text[])` batches).

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// A reply lists its thread as stale instead of rewriting every subscriber's sort key; the

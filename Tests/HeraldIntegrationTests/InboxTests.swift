@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §6 through HTTP against PostgreSQL.

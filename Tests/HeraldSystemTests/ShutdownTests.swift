@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import Postgres
 import Synchronization
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Graceful shutdown", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
@@ -59,37 +60,5 @@ struct ShutdownTests {
         #expect(server.wait() == 0, "exit status 0")
         let stored = try blocker.query("SELECT 1 FROM apps WHERE id = $1", [id])
         #expect(stored.count == 1, "the drained request committed")
-    }
-}
-
-/// Reads a pipe line by line on a background thread.
-final class LineReader: Sendable {
-    private let lines = LogRecorder()
-
-    init(_ fd: Int32) {
-        let lines = self.lines
-        Thread.detachNewThread {
-            var buffer = Data()
-            var chunk = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = read(fd, &chunk, chunk.count)
-                if count <= 0 { return }
-                buffer.append(contentsOf: chunk[0..<count])
-                while let newline = buffer.firstIndex(of: 10) {
-                    let line = String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self)
-                    buffer.removeSubrange(buffer.startIndex...newline)
-                    lines.append(line)
-                }
-            }
-        }
-    }
-
-    func firstLine(containing text: String, seconds: Double) -> String? {
-        var found: String?
-        _ = eventually(seconds: seconds) {
-            found = lines.all.first { $0.contains(text) }
-            return found != nil
-        }
-        return found
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §5.1–§5.3, one rule per test, through HTTP against PostgreSQL.

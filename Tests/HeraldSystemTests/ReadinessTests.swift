@@ -1,5 +1,6 @@
 import Foundation
 import HeraldCore
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Readiness and database outages", .serialized, .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

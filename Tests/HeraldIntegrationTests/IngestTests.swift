@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Ingest: CloudEvents over HTTP", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

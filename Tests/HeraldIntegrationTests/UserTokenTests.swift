@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import Secrets
 import Synchronization
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §15 over HTTP: token keys, user tokens of each algorithm on the `/v1/me/…` mirror, every

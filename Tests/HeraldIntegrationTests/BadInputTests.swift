@@ -1,4 +1,5 @@
 import Foundation
+@testable import HeraldTestSupport
 import Testing
 
 @Suite("Bad input", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))

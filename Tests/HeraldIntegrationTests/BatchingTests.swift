@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §4: the jobs that result from a set of events do not depend on how they are delivered.

@@ -103,7 +103,7 @@ struct TestSetupError: Error, CustomStringConvertible {
 /// The repository's root folder, from this file's path.
 let repositoryRoot: String = {
     var url = URL(fileURLWithPath: #filePath)
-    for _ in 0..<4 { url.deleteLastPathComponent() }
+    for _ in 0..<3 { url.deleteLastPathComponent() }
     return url.path
 }()
 

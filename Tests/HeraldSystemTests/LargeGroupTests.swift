@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §8.3: fan-out above largeGroupThreshold runs outside the request, in chunks, exactly once.

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// SPEC §4/§5.1: the subscription state that results from a set of events does not depend on

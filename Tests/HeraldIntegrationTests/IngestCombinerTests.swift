@@ -1,6 +1,7 @@
 import Foundation
 import HeraldCore
 import Postgres
+@testable import HeraldTestSupport
 import Testing
 
 /// Concurrent ingest requests on one thread are applied together (group commit); each request
