@@ -76,23 +76,17 @@ public struct HTTPError: Error, Sendable, Equatable {
     /// A bare 500: the details belong in the log, never in the response.
     public static let internalError = HTTPError(status: 500, code: "ERR_INTERNAL", message: "internal error")
 
-    private struct Body: Encodable {
-        struct Inner: Encodable {
-            let code: String
-            let message: String
-            let params: [String: JSONValue]?
-        }
-        let error: Inner
-    }
-
     /// The error as a JSON response with its headers.
     public var response: Response {
-        let body = Body(error: .init(code: code, message: message, params: params.isEmpty ? nil : params))
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let bytes = (try? encoder.encode(body)).map(Array.init)
-            ?? Array(#"{"error":{"code":"ERR_INTERNAL","message":"internal error"}}"#.utf8)
-        var response = Response(status: status, headers: [("Content-Type", "application/json")], body: bytes)
+        var writer = JSONWriter()
+        writer.object { body in
+            body.field("error") { $0.object { error in
+                error.field("code", code)
+                error.field("message", message)
+                if !params.isEmpty { error.field("params", JSONValue.object(params)) }
+            } }
+        }
+        var response = Response(status: status, headers: [("Content-Type", "application/json")], body: Array(writer.text.utf8))
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { response.headers.append((name, value)) }
         return response
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSON
 
 /// An HTTP response: status, headers and a body held in memory.
 public struct Response: Sendable {
@@ -22,12 +23,11 @@ public struct Response: Sendable {
         return headers.first { $0.name.lowercased() == lowered }?.value
     }
 
-    /// A JSON response encoded from `value`.
-    public static func json<T: Encodable>(_ value: T, status: Int = 200) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = try encoder.encode(value)
-        return Response(status: status, headers: [("Content-Type", "application/json")], body: Array(data))
+    /// A JSON response written by the value itself (Herald's response types).
+    public static func json(_ value: some JSONWritable, status: Int = 200) -> Response {
+        var writer = JSONWriter()
+        value.write(to: &writer)
+        return Response(status: status, headers: [("Content-Type", "application/json")], body: Array(writer.text.utf8))
     }
 
     /// A JSON response whose text is already JSON (for example built by PostgreSQL).

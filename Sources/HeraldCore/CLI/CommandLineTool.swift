@@ -1,6 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
+import JSON
 import Postgres
 
 /// The `herald` command: `serve`, `migrate`, `apps …`, `keys …`, each with `--help`.
@@ -245,7 +246,7 @@ public struct CommandLineTool {
             }
             let created = try withDatabase { try store.createApp(id, on: $0) }
             if let created {
-                output(try json(created))
+                output(json(created))
             } else if parsed.flags.contains("exists-ok") {
                 output("app \(id) exists")
             } else {
@@ -278,11 +279,11 @@ public struct CommandLineTool {
             guard let created = try withDatabase({ try store.createKey(app: app, role: role, label: parsed.options["label"], on: $0) }) else {
                 throw Failure(message: "no app \(app)")
             }
-            output(try json(created))
+            output(json(created))
         case "list":
             try expectNoArguments(parsed.positional, help: Self.keysHelp)
             let keys = try withDatabase { try store.listKeys(app: app, on: $0) }
-            for key in keys { output(try json(key)) }
+            for key in keys { output(json(key)) }
         case "revoke":
             guard parsed.positional.count == 1 else {
                 throw UsageError(message: "keys revoke takes one key id", help: Self.keysHelp)
@@ -296,10 +297,8 @@ public struct CommandLineTool {
         }
     }
 
-    private func json<T: Encodable>(_ value: T) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    private func json(_ value: some JSONWritable) -> String {
+        value.jsonText
     }
 
     public static func writeStandardError(_ text: String) {

@@ -36,22 +36,46 @@ public struct ListParameters: Sendable, Equatable {
         return value
     }
 
-    /// The list envelope from rows fetched with `LIMIT limit + 1` whose column 0 is the position
-    /// and column 1 the item's JSON text (built by PostgreSQL).
+    /// The page of rows fetched with `LIMIT limit + 1` whose column 0 is the position and column
+    /// 1 the item's JSON text (built by PostgreSQL).
     public func page(_ rows: PostgresRows, kind: String) throws -> Response {
-        page(try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: String.self)) }, kind: kind)
+        .json(page(try rows.map { (try $0.decode(0, as: String.self), RawJSON(try $0.decode(1, as: String.self))) }, kind: kind))
     }
 
-    /// The same from (position, item JSON) pairs built in Swift.
-    public func page(_ entries: [(position: String, json: String)], kind: String) -> Response {
-        let page = entries.prefix(limit)
+    /// The page of (position, item) pairs fetched with `LIMIT limit + 1`: the extra one proves
+    /// there is more, and the last item's position is the next cursor.
+    public func page<Item: JSONWritable>(_ entries: [(position: String, item: Item)], kind: String) -> ListPage<Item> {
+        let shown = entries.prefix(limit)
         let hasMore = entries.count > limit
-        var next = "null"
-        if hasMore, let last = page.last {
-            next = "\"" + Cursor.encode(kind: kind, [last.position]) + "\""
+        return ListPage(items: shown.map(\.item), next: hasMore ? shown.last.map { Cursor.encode(kind: kind, [$0.position]) } : nil)
+    }
+}
+
+/// SPEC §3's list envelope, the one every list answers: `{"data": [...], "meta": {"next", "hasMore"}}`.
+public struct ListPage<Item: JSONWritable>: JSONWritable {
+    public let items: [Item]
+    /// The cursor of the page after this one; nil on the last page.
+    public let next: String?
+
+    /// A page; a list that is never paged (an app's keys) is one page without a next.
+    public init(items: [Item], next: String? = nil) {
+        self.items = items
+        self.next = next
+    }
+
+    public func write(to writer: inout JSONWriter) {
+        writer.object { writeFields(to: &$0) }
+    }
+
+    /// `data` and `meta`, for an envelope that adds fields of its own (the inbox's `totals`).
+    public func writeFields(to envelope: inout JSONWriter) {
+        envelope.field("data", array: items)
+        envelope.field("meta") { meta in
+            meta.object { fields in
+                fields.field("hasMore", next != nil)
+                fields.field("next", next)
+            }
         }
-        let data = page.map(\.json).joined(separator: ",")
-        return .jsonText("{\"data\":[\(data)],\"meta\":{\"hasMore\":\(hasMore),\"next\":\(next)}}")
     }
 }
 
@@ -91,32 +115,5 @@ public enum Cursor {
 
     private static func signature(_ text: String, key: [UInt8]) -> String {
         Secrets.hex(Array(Secrets.hmacSHA256(key: key, message: Array(text.utf8)).prefix(12)))
-    }
-}
-
-/// The list envelope `{"data": [...], "meta": {"next", "hasMore"}}`.
-public struct ListEnvelope<Item: Encodable & Sendable>: Encodable, Sendable {
-    public struct Meta: Encodable, Sendable {
-        public let next: String?
-        public let hasMore: Bool
-
-        public func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(next, forKey: .next) // null, not absent
-            try container.encode(hasMore, forKey: .hasMore)
-        }
-
-        enum CodingKeys: String, CodingKey { case next, hasMore }
-    }
-
-    public let data: [Item]
-    public let meta: Meta
-
-    /// A page from `limit + 1` fetched items: the extra one proves there is more.
-    public init(fetched: [Item], limit: Int, cursor: (Item) -> String) {
-        let page = Array(fetched.prefix(limit))
-        let hasMore = fetched.count > limit
-        self.data = page
-        self.meta = Meta(next: hasMore ? page.last.map(cursor) : nil, hasMore: hasMore)
     }
 }

@@ -23,33 +23,12 @@ enum IngestAPI {
             services.jobWaiter.wake()
             services.inboxRefresher.wake()
         }
-        var accepted = 0, duplicates = 0, rejected = 0
-        var results = ""
-        results.reserveCapacity(outcomes.count * 64)
-        for (index, outcome) in outcomes.enumerated() {
-            switch outcome.status {
-            case .accepted: accepted += 1
-            case .duplicate: duplicates += 1
-            case .rejected: rejected += 1
-            }
-            if index > 0 { results += "," }
-            results += "{\"id\":"
-            appendNullable(outcome.id, to: &results)
-            results += ",\"source\":"
-            appendNullable(outcome.source, to: &results)
-            results += ",\"status\":\"\(outcome.status.rawValue)\""
-            if let error = outcome.error { results += ",\"error\":" + error.errorJSON.jsonText }
-            results += "}"
-        }
-        services.metrics.add(.eventsAccepted, accepted)
-        services.metrics.add(.eventsDuplicate, duplicates)
-        services.metrics.add(.eventsRejected, rejected)
+        let result = IngestResult(outcomes: outcomes)
+        services.metrics.add(.eventsAccepted, result.accepted)
+        services.metrics.add(.eventsDuplicate, result.duplicates)
+        services.metrics.add(.eventsRejected, result.rejected)
         services.metrics.add(.jobsProduced, jobsProduced)
-        return .jsonText("{\"accepted\":\(accepted),\"duplicates\":\(duplicates),\"rejected\":\(rejected),\"results\":[\(results)]}")
-    }
-
-    private static func appendNullable(_ text: String?, to out: inout String) {
-        if let text { JSONValue.writeString(text, to: &out) } else { out += "null" }
+        return .json(result)
     }
 
     /// Rejected events, newest first, built as JSON by PostgreSQL.
@@ -99,5 +78,38 @@ public final class InFlightLimiter: Sendable {
         }
         defer { slots.signal() }
         return try body()
+    }
+}
+
+/// `POST /v1/events`: the counts, and each event's outcome in the order sent.
+struct IngestResult: JSONWritable {
+    let outcomes: [IngestStore.Outcome]
+    let accepted: Int, duplicates: Int, rejected: Int
+
+    init(outcomes: [IngestStore.Outcome]) {
+        self.outcomes = outcomes
+        accepted = outcomes.count { $0.status == .accepted }
+        duplicates = outcomes.count { $0.status == .duplicate }
+        rejected = outcomes.count { $0.status == .rejected }
+    }
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("accepted", accepted)
+            body.field("duplicates", duplicates)
+            body.field("rejected", rejected)
+            body.field("results") { results in
+                results.array { list in
+                    for outcome in outcomes {
+                        list.object { item in
+                            item.field("id", outcome.id)
+                            item.field("source", outcome.source)
+                            item.field("status", outcome.status.rawValue)
+                            if let error = outcome.error { item.field("error", error.errorJSON) }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -78,40 +78,50 @@ struct JobPayload {
         }
     }
 
-    /// The job's JSON object; `withLastError` adds `lastError` (the dead-job list).
-    func json(withLastError: Bool = false) -> String {
+    /// The job as its JSON object (`POST /v1/jobs/claim`); `withLastError` adds `lastError`
+    /// (the dead-job list).
+    func write(to writer: inout JSONWriter, withLastError: Bool = false) {
         let (title, body) = notification
-        var out = "{\"id\":\"j\(id)\",\"attempt\":\(attempt)"
-        out.reserveCapacity(512 + text.utf8.count)
-        /// `,"name":"value"` (or `null`), escaped.
-        func field(_ name: String, _ value: String?) {
-            out += ",\"" + name + "\":"
-            if let value { JSONValue.writeString(value, to: &out) } else { out += "null" }
+        writer.object { job in
+            job.field("id", wireJobID(id))
+            job.field("attempt", attempt)
+            job.field("app", app)
+            job.field("recipient", recipient)
+            job.field("createdAt", createdAt)
+            job.field("event") { $0.object { event in
+                event.field("source", eventSource)
+                event.field("id", eventID)
+                event.field("type", eventType)
+            } }
+            job.field("kind", parentID == nil ? "message" : "reply")
+            job.field("reason", reason)
+            job.field("notification") { $0.object { notification in
+                notification.field("title", title)
+                notification.field("body", body)
+                notification.field("tag", messageID)
+                notification.field("collapseId", messageID)
+                notification.field("badge", badge)
+            } }
+            job.field("data") { $0.object { data in
+                data.field("messageId", messageID)
+                data.field("parentMessageId", parentID)
+                data.field("conversationId", conversationID)
+                data.field("receiverType", receiverType)
+                data.field("receiver", groupID ?? sender)
+                data.field("sender", sender)
+                data.field("sentAt", sentAt)
+            } }
+            if withLastError { job.field("lastError", lastError) }
         }
-        field("app", app)
-        field("recipient", recipient)
-        out += ",\"createdAt\":\(createdAt),\"event\":{\"source\":"
-        JSONValue.writeString(eventSource, to: &out)
-        field("id", eventID)
-        field("type", eventType)
-        out += "}"
-        field("kind", parentID == nil ? "message" : "reply")
-        field("reason", reason)
-        out += ",\"notification\":{\"title\":"
-        JSONValue.writeString(title, to: &out)
-        field("body", body)
-        field("tag", messageID)
-        field("collapseId", messageID)
-        out += ",\"badge\":\(badge)},\"data\":{\"messageId\":"
-        JSONValue.writeString(messageID, to: &out)
-        field("parentMessageId", parentID)
-        field("conversationId", conversationID)
-        field("receiverType", receiverType)
-        field("receiver", groupID ?? sender)
-        field("sender", sender)
-        out += ",\"sentAt\":\(sentAt)}"
-        if withLastError { field("lastError", lastError) }
-        out += "}"
-        return out
     }
+}
+
+extension JobPayload: JSONWritable {
+    func write(to writer: inout JSONWriter) { write(to: &writer, withLastError: false) }
+}
+
+/// A dead job as `GET /v1/jobs/dead` lists it: the job with its last error.
+struct DeadJob: JSONWritable {
+    let job: JobPayload
+    func write(to writer: inout JSONWriter) { job.write(to: &writer, withLastError: true) }
 }

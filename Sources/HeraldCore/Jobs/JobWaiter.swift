@@ -35,7 +35,7 @@ public final class JobWaiter: Sendable {
     /// Adds a claim to wait; it is answered at once if the waiter is stopping.
     func wait(_ item: Waiting) {
         if closed.load(ordering: .relaxed) {
-            item.deferral.complete(Response.jsonText("{\"jobs\":[]}"))
+            item.deferral.complete(Response.json(ClaimedJobs(jobs: [])))
             return
         }
         waiting.withLock { $0.append(item) }
@@ -54,7 +54,7 @@ public final class JobWaiter: Sendable {
         }, drain: { [self] in
             // Answer whoever still waits, so that shutdown can drain.
             for item in waiting.withLock({ state in defer { state.removeAll() }; return state }) {
-                item.deferral.complete(Response.jsonText("{\"jobs\":[]}"))
+                item.deferral.complete(Response.json(ClaimedJobs(jobs: [])))
             }
         })
     }

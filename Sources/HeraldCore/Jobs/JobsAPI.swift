@@ -90,9 +90,9 @@ enum JobsAPI {
                  ORDER BY j.id
                 """, [app, max, leaseSeconds])
         }
-        let jobs = try rows.map { try JobPayload(row: $0).json() }
+        let jobs = try rows.map { try JobPayload(row: $0) }
         metrics.add(.jobsClaimed, jobs.count)
-        return (jobs.count, .jsonText("{\"jobs\":[" + jobs.joined(separator: ",") + "]}"))
+        return (jobs.count, .json(ClaimedJobs(jobs: jobs)))
     }
 
     /// Reads `{"jobs": [{"id", "attempt", …}]}`.
@@ -122,9 +122,8 @@ enum JobsAPI {
                 """, [context.app, items.map(\.0), items.map(\.1)])
         }
         let acked = Set(try rows.map { try $0.decode(0, as: Int64.self) })
-        let stale = items.map(\.0).filter { !acked.contains($0) }.map { "\"j\($0)\"" }
         context.services.metrics.add(.jobsAcked, acked.count)
-        return .jsonText("{\"acked\":\(acked.count),\"stale\":[\(stale.joined(separator: ","))]}")
+        return .json(AckResult(acked: acked.count, stale: items.map(\.0).filter { !acked.contains($0) }))
     }
 
     static func fail(_ context: RequestContext) throws -> Response {
@@ -175,10 +174,9 @@ enum JobsAPI {
             handled.insert(try row.decode(0, as: Int64.self))
             if try row.decode(1, as: String.self) == "dead" { deadCount += 1 } else { retrying += 1 }
         }
-        let stale = items.map(\.0).filter { !handled.contains($0) }.map { "\"j\($0)\"" }
         context.services.metrics.add(.jobsRetried, retrying)
         context.services.metrics.add(.jobsDead, deadCount)
-        return .jsonText("{\"dead\":\(deadCount),\"retrying\":\(retrying),\"stale\":[\(stale.joined(separator: ","))]}")
+        return .json(FailResult(dead: deadCount, retrying: retrying, stale: items.map(\.0).filter { !handled.contains($0) }))
     }
 
     /// The queue's counts over `jobs` rows in state ready, leased or dead: ready (including
@@ -200,9 +198,8 @@ enum JobsAPI {
                                  [context.app])
         }
         let row = rows[0]
-        return .jsonText("{\"ready\":\(try row.decode("ready", as: Int.self)),\"leased\":\(try row.decode("leased", as: Int.self)),"
-            + "\"retrying\":\(try row.decode("retrying", as: Int.self)),\"dead\":\(try row.decode("dead", as: Int.self)),"
-            + "\"oldestReadyAgeMs\":\(try row.decode("oldest_ready_age_ms", as: Int.self))}")
+        return .json(QueueStats(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"),
+                                dead: try row.decode("dead"), oldestReadyAgeMs: try row.decode("oldest_ready_age_ms")))
     }
 
     static func dead(_ context: RequestContext) throws -> Response {
@@ -217,9 +214,9 @@ enum JobsAPI {
         }
         let entries = try rows.map { row in
             let job = try JobPayload(row: row)
-            return (position: String(job.id), json: job.json(withLastError: true))
+            return (position: String(job.id), item: DeadJob(job: job))
         }
-        return list.page(entries, kind: "dead")
+        return .json(list.page(entries, kind: "dead"))
     }
 
     static func requeue(_ context: RequestContext) throws -> Response {
@@ -239,6 +236,77 @@ enum JobsAPI {
                 """, [context.app, ids])
         }
         context.services.metrics.add(.jobsRequeued, rows.affectedRows)
-        return .jsonText("{\"requeued\":\(rows.affectedRows)}")
+        return .json(Requeued(requeued: rows.affectedRows))
+    }
+}
+
+// MARK: Response bodies (SPEC §9)
+
+/// `POST /v1/jobs/claim`: the claimed jobs, each written by `JobPayload`.
+struct ClaimedJobs: JSONWritable {
+    let jobs: [JobPayload]
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { $0.field("jobs", array: jobs) }
+    }
+}
+
+/// A job id on the wire: `j<number>`.
+func wireJobID(_ id: Int64) -> String { "j\(id)" }
+
+/// `POST /v1/jobs/ack`.
+struct AckResult: JSONWritable {
+    let acked: Int
+    /// Jobs not acked: unknown, not leased, or leased with another attempt.
+    let stale: [Int64]
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("acked", acked)
+            body.field("stale") { $0.array(strings: stale.map(wireJobID)) }
+        }
+    }
+}
+
+/// `POST /v1/jobs/fail`.
+struct FailResult: JSONWritable {
+    let dead: Int
+    let retrying: Int
+    let stale: [Int64]
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("dead", dead)
+            body.field("retrying", retrying)
+            body.field("stale") { $0.array(strings: stale.map(wireJobID)) }
+        }
+    }
+}
+
+/// `GET /v1/jobs/stats`.
+struct QueueStats: JSONWritable {
+    let ready: Int
+    let leased: Int
+    let retrying: Int
+    let dead: Int
+    let oldestReadyAgeMs: Int
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("ready", ready)
+            body.field("leased", leased)
+            body.field("retrying", retrying)
+            body.field("dead", dead)
+            body.field("oldestReadyAgeMs", oldestReadyAgeMs)
+        }
+    }
+}
+
+/// `POST /v1/jobs/dead/requeue`.
+struct Requeued: JSONWritable {
+    let requeued: Int
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { $0.field("requeued", requeued) }
     }
 }

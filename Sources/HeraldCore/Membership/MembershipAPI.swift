@@ -71,7 +71,7 @@ enum MembershipAPI {
                 }
             }
         }
-        return .jsonText("{\"count\":\(members.count)}")
+        return .json(MemberCount(count: members.count))
     }
 
     static func list(_ context: RequestContext) throws -> Response {
@@ -88,4 +88,10 @@ enum MembershipAPI {
         }
         return try list.page(rows, kind: "members")
     }
+}
+
+/// `PUT /v1/groups/{guid}/members`: how many members the snapshot holds.
+struct MemberCount: JSONWritable {
+    let count: Int
+    func write(to writer: inout JSONWriter) { writer.object { $0.field("count", count) } }
 }

@@ -38,25 +38,37 @@ enum OperationsAPI {
             failure.params = ["check": "schema", "schemaVersion": .int(applied), "expectedVersion": .int(expected)]
             throw failure
         }
-        return try Response.json(Readiness(status: "ready", schemaVersion: applied))
+        return .json(Readiness(status: "ready", schemaVersion: applied))
     }
 
-    struct Readiness: Encodable {
+    struct Readiness: JSONWritable {
         let status: String
         let schemaVersion: Int
+
+        func write(to writer: inout JSONWriter) {
+            writer.object { $0.field("schemaVersion", schemaVersion); $0.field("status", status) }
+        }
     }
 
-    struct WhoAmI: Encodable {
+    struct WhoAmI: JSONWritable {
         let app: String
         let role: String
         let keyId: String?
+
+        func write(to writer: inout JSONWriter) {
+            writer.object { who in
+                who.field("app", app)
+                if let keyId { who.field("keyId", keyId) }
+                who.field("role", role)
+            }
+        }
     }
 
     /// Which app and role the caller's key acts as: for checking a key without side effects.
     static func whoami(_ context: RequestContext) throws -> Response {
         var keyID: String?
         if case .key(let id, _) = context.principal.kind { keyID = id }
-        return try Response.json(WhoAmI(app: context.app, role: context.principal.roleName ?? "", keyId: keyID))
+        return .json(WhoAmI(app: context.app, role: context.principal.roleName ?? "", keyId: keyID))
     }
 }
 

@@ -42,12 +42,34 @@ struct PreferenceStore: Sendable {
     }
 
     /// Mutes that have not expired, as `{"conversations": [{"id", "type", "until"}]}`.
-    func mutesJSON(app: String, uid: String, on connection: PostgresConnection) throws -> String {
+    /// The user's mutes in force (SPEC §7.3), by type and id.
+    func mutes(app: String, uid: String, on connection: PostgresConnection) throws -> Mutes {
         let rows = try connection.query("""
-            SELECT coalesce(jsonb_agg(jsonb_build_object('id', conversation_id, 'type', conversation_type, 'until', until)
-                                      ORDER BY conversation_type, conversation_id), '[]')::text
-              FROM user_mutes WHERE app = $1 AND uid = $2 AND until > herald_now_ms()
+            SELECT conversation_id, conversation_type, until FROM user_mutes
+             WHERE app = $1 AND uid = $2 AND until > herald_now_ms()
+             ORDER BY conversation_type, conversation_id
             """, [app, uid])
-        return "{\"conversations\":" + (try rows[0].decode(0, as: String.self)) + "}"
+        return Mutes(conversations: try rows.map {
+            Mutes.Mute(id: try $0.decode("conversation_id"), type: try $0.decode("conversation_type"), until: try $0.decode("until"))
+        })
+    }
+}
+
+/// `GET /v1/users/{uid}/mutes`, and the answer of its `PUT` and `DELETE`.
+struct Mutes: JSONWritable {
+    struct Mute: JSONWritable {
+        let id: String
+        let type: String
+        let until: Int64
+
+        func write(to writer: inout JSONWriter) {
+            writer.object { $0.field("id", id); $0.field("type", type); $0.field("until", until) }
+        }
+    }
+
+    let conversations: [Mute]
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { $0.field("conversations", array: conversations) }
     }
 }

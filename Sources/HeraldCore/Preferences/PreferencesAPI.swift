@@ -7,7 +7,7 @@ enum PreferencesAPI {
     static func register(in router: inout Router<Route>) {
         router.add("GET", "/v1/settings/notifications", Route(access: .server) { context in
             let settings = try context.services.database.withConnection { try PreferenceStore().settings(app: context.app, on: $0) }
-            return .jsonText(settings.json.jsonText)
+            return .json(settings.json)
         })
         router.add("PATCH", "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
             let patch = try body(context.request)
@@ -18,11 +18,11 @@ enum PreferencesAPI {
                 try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
                 return settings
             }
-            return .jsonText(settings.json.jsonText)
+            return .json(settings.json)
         })
         router.add("DELETE", "/v1/settings/notifications", Route(access: .server) { context in
             try context.services.database.withConnection { try PreferenceStore().saveSettings(nil, app: context.app, on: $0) }
-            return .jsonText(AppSettings.defaults.json.jsonText)
+            return .json(AppSettings.defaults.json)
         })
 
         router.add("GET", "/v1/users/{uid}/preferences", Route(access: .server) { context in
@@ -41,7 +41,7 @@ enum PreferencesAPI {
                 view["sources"] = preferences.sourcesJSON(app: settings)
                 return .object(view)
             }
-            return .jsonText(view.jsonText)
+            return .json(view)
         })
         router.add("PATCH", "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
@@ -55,7 +55,7 @@ enum PreferencesAPI {
                 try store.savePreferences(preferences, app: context.app, uid: uid, on: connection)
                 return preferences.effectiveJSON(app: settings)
             }
-            return .jsonText(view.jsonText)
+            return .json(view)
         })
         router.add("DELETE", "/v1/users/{uid}/preferences", Route(access: .server) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
@@ -64,13 +64,13 @@ enum PreferencesAPI {
                 try store.savePreferences(UserPreferences(), app: context.app, uid: uid, on: connection)
                 return UserPreferences().effectiveJSON(app: try store.settings(app: context.app, on: connection))
             }
-            return .jsonText(view.jsonText)
+            return .json(view)
         })
 
         router.add("GET", "/v1/users/{uid}/mutes", Route(access: .server) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
-            return .jsonText(try context.services.database.withConnection {
-                try PreferenceStore().mutesJSON(app: context.app, uid: uid, on: $0)
+            return .json(try context.services.database.withConnection {
+                try PreferenceStore().mutes(app: context.app, uid: uid, on: $0)
             })
         })
         router.add("PUT", "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: true) })
@@ -112,7 +112,7 @@ enum PreferencesAPI {
             ids.append(id); types.append(type); untils.append(until)
         }
         let app = context.app
-        let json = try context.services.database.withTransaction { connection -> String in
+        let mutes = try context.services.database.withTransaction { connection -> Mutes in
             if add {
                 try connection.query("""
                     INSERT INTO user_mutes (app, uid, conversation_type, conversation_id, until)
@@ -125,8 +125,8 @@ enum PreferencesAPI {
                      WHERE m.app = $1 AND m.uid = $2 AND m.conversation_id = x.i AND m.conversation_type = x.t
                     """, [app, uid, ids, types])
             }
-            return try PreferenceStore().mutesJSON(app: app, uid: uid, on: connection)
+            return try PreferenceStore().mutes(app: app, uid: uid, on: connection)
         }
-        return .jsonText(json)
+        return .json(mutes)
     }
 }

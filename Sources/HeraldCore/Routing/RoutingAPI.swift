@@ -13,7 +13,7 @@ enum RoutingAPI {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let app = context.app
-        let json = try context.services.database.withConnection { connection -> String in
+        let explanation = try context.services.database.withConnection { connection -> RoutingExplanation in
             let rows = try connection.query("""
                 SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
                        m.category, m.send_notification, m.mentions_all, m.quoted_sender,
@@ -72,13 +72,26 @@ enum RoutingAPI {
             } else if decision.notified {
                 steps.insert("no job was produced when the message arrived (it predates a preference change, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
             }
-            var out = "{\"notified\":\(notified),\"reason\":"
-            JSONValue.writeString(reason, to: &out)
-            out += ",\"jobId\":"
-            if let jobID { JSONValue.writeString(jobID, to: &out) } else { out += "null" }
-            out += ",\"steps\":" + JSONValue.array(steps.map(JSONValue.string)).jsonText + "}"
-            return out
+            return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
         }
-        return .jsonText(json)
+        return .json(explanation)
+    }
+}
+
+/// `GET …/messages/{messageId}/routing` (SPEC §8.2): the decision and its steps.
+struct RoutingExplanation: JSONWritable {
+    let notified: Bool
+    /// The job's reason when notified, else the skip code.
+    let reason: String
+    let jobID: String?
+    let steps: [String]
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("notified", notified)
+            body.field("reason", reason)
+            body.field("jobId", jobID)
+            body.field("steps") { $0.array(strings: steps) }
+        }
     }
 }

@@ -1,3 +1,4 @@
+import JSON
 import HTTPServer
 import Postgres
 
@@ -8,25 +9,24 @@ struct SubscriptionStore: Sendable {
     static let noAccess = HTTPError(status: 403, code: "ERR_MESSAGE_NO_ACCESS",
                                     message: "the user has no access to this conversation", params: ["field": "uid"])
 
-    struct State: Encodable, Sendable {
+    struct State: JSONWritable, Sendable {
         let parentMessageId: String
         let subscribed: Bool
         let source: String?
         let reason: String?
         let since: Int64?
 
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: CodingKeys.self)
-            try container.encode(parentMessageId, forKey: .parentMessageId)
-            try container.encode(subscribed, forKey: .subscribed)
-            if subscribed {
-                try container.encode(source, forKey: .source)
-                try container.encode(reason, forKey: .reason)
+        /// Keys sorted; `source` and `reason` only while subscribed; `since` null when there is no row.
+        func write(to writer: inout JSONWriter) {
+            writer.object { state in
+                state.field("parentMessageId", parentMessageId)
+                if subscribed { state.field("reason", reason) }
+                state.key("since")
+                if let since { state.value(since) } else { state.value(nil as String?) }
+                if subscribed { state.field("source", source) }
+                state.field("subscribed", subscribed)
             }
-            try container.encode(since, forKey: .since) // null when there is no row
         }
-
-        enum CodingKeys: String, CodingKey { case parentMessageId, subscribed, source, reason, since }
     }
 
     enum Change { case subscribe, unsubscribe }

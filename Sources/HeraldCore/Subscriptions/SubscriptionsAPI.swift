@@ -14,7 +14,7 @@ enum SubscriptionsAPI {
             let state = try services.database.withConnection {
                 try SubscriptionStore().get(app: context.app, uid: uid, messageID: messageID, on: $0)
             }
-            return try .json(state)
+            return .json(state)
         })
         router.add("POST", "/v1/users/{uid}/subscriptions/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
     }
@@ -29,7 +29,7 @@ enum SubscriptionsAPI {
         let state = try context.services.database.withConnection {
             try SubscriptionStore().change(change, app: context.app, uid: uid, messageID: messageID, on: $0)
         }
-        return try .json(state)
+        return .json(state)
     }
 
     struct LookupBody: Decodable {
@@ -50,8 +50,17 @@ enum SubscriptionsAPI {
         let states = try context.services.database.withConnection {
             try SubscriptionStore().lookup(app: context.app, uid: uid, messageIDs: ids, on: $0)
         }
-        var data: [String: JSONValue] = [:]
-        for (id, subscribed) in states { data[id] = .bool(subscribed) }
-        return .jsonText("{\"data\":" + JSONValue.object(data).jsonText + "}")
+        return .json(LookupResult(states: Dictionary(states, uniquingKeysWith: { $1 })))
+    }
+}
+
+/// `POST …/subscriptions/lookup`: whether the user is subscribed to each message's thread, by id
+/// (sorted, so equal answers are equal text).
+struct LookupResult: JSONWritable {
+    let states: [String: Bool]
+    func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("data") { $0.object { data in for id in states.keys.sorted() { data.field(id, states[id]!) } } }
+        }
     }
 }

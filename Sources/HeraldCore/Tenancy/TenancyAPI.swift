@@ -1,4 +1,5 @@
 import HTTPServer
+import JSON
 import Postgres
 
 /// The admin API (SPEC §2): apps and their keys.
@@ -25,7 +26,7 @@ enum TenancyAPI {
             throw HTTPError(status: 409, code: "ERR_ALREADY_EXISTS", message: "an app with this id exists",
                             params: ["field": "id"])
         }
-        return try Response.json(app, status: 201)
+        return .json(app, status: 201)
     }
 
     static func listApps(_ context: RequestContext) throws -> Response {
@@ -35,9 +36,7 @@ enum TenancyAPI {
         let apps = try services.database.withConnection {
             try services.tenancy.listApps(after: after, limit: list.limit + 1, on: $0)
         }
-        return try Response.json(ListEnvelope(fetched: apps, limit: list.limit) {
-            Cursor.encode(kind: "apps", [$0.id])
-        })
+        return .json(list.page(apps.map { (position: $0.id, item: $0) }, kind: "apps"))
     }
 
     struct CreateKeyBody: Decodable {
@@ -59,23 +58,7 @@ enum TenancyAPI {
         guard Identifier.isValid(app), let created = try services.database.withConnection({
             try services.tenancy.createKey(app: app, role: role, label: body.label, on: $0)
         }) else { throw appNotFound }
-        return try Response.json(created, status: 201)
-    }
-
-    /// SPEC §3's list envelope; an app's keys are one page.
-    struct KeyList: Encodable {
-        struct Meta: Encodable {
-            let hasMore = false
-            let next: String? = nil
-            enum CodingKeys: String, CodingKey { case hasMore, next }
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(hasMore, forKey: .hasMore)
-                try container.encodeNil(forKey: .next)
-            }
-        }
-        let data: [TenancyStore.KeyInfo]
-        let meta = Meta()
+        return .json(created, status: 201)
     }
 
     static func listKeys(_ context: RequestContext) throws -> Response {
@@ -86,7 +69,7 @@ enum TenancyAPI {
             return try services.tenancy.listKeys(app: app, on: connection)
         }
         guard let keys else { throw appNotFound }
-        return try Response.json(KeyList(data: keys))
+        return .json(ListPage(items: keys))
     }
 
     static func revokeKey(_ context: RequestContext) throws -> Response {

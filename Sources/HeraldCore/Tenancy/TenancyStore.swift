@@ -1,26 +1,50 @@
+import JSON
 import Postgres
 
 /// Apps and keys in PostgreSQL; shared by the admin API and the CLI.
 public struct TenancyStore: Sendable {
-    public struct App: Sendable, Codable, Equatable {
+    public struct App: Sendable, Equatable, JSONWritable {
         public let id: String
         public let createdAt: Int64
+
+        public func write(to writer: inout JSONWriter) {
+            writer.object { $0.field("createdAt", createdAt); $0.field("id", id) }
+        }
     }
 
-    public struct KeyInfo: Sendable, Codable, Equatable {
+    public struct KeyInfo: Sendable, Equatable, JSONWritable {
         public let id: String
         public let role: Role
         public let label: String?
         public let createdAt: Int64
+
+        public func write(to writer: inout JSONWriter) {
+            writer.object { key in
+                key.field("createdAt", createdAt)
+                key.field("id", id)
+                if let label { key.field("label", label) }
+                key.field("role", role.rawValue)
+            }
+        }
     }
 
     /// A key as created: the only time its secret is known.
-    public struct CreatedKey: Sendable, Codable, Equatable {
+    public struct CreatedKey: Sendable, Equatable, JSONWritable {
         public let id: String
         public let key: String
         public let role: Role
         public let label: String?
         public let createdAt: Int64
+
+        public func write(to writer: inout JSONWriter) {
+            writer.object { created in
+                created.field("createdAt", createdAt)
+                created.field("id", id)
+                created.field("key", key)
+                if let label { created.field("label", label) }
+                created.field("role", role.rawValue)
+            }
+        }
     }
 
     /// What authentication needs of a key.

@@ -1,21 +1,35 @@
+import JSON
 import Postgres
 import Secrets
 
 /// An app's token keys in PostgreSQL (`token_keys`), and the one lookup each user token costs.
 struct TokenKeyStore: Sendable {
     /// A key as the API lists it: never its secret.
-    struct Info: Sendable, Encodable {
+    struct Info: Sendable, JSONWritable {
         let kid: String
         let alg: String
         let createdAt: Int64
+
+        func write(to writer: inout JSONWriter) {
+            writer.object { $0.field("alg", alg); $0.field("createdAt", createdAt); $0.field("kid", kid) }
+        }
     }
 
     /// A key as created: an HS256 key's secret is in it this once.
-    struct Created: Sendable, Encodable {
+    struct Created: Sendable, JSONWritable {
         let kid: String
         let alg: String
         let secret: String?
         let createdAt: Int64
+
+        func write(to writer: inout JSONWriter) {
+            writer.object { created in
+                created.field("alg", alg)
+                created.field("createdAt", createdAt)
+                created.field("kid", kid)
+                if let secret { created.field("secret", secret) }
+            }
+        }
     }
 
     /// What verifying a token needs: the key's row and its app's CORS and rate settings.

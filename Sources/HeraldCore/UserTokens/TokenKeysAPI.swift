@@ -33,7 +33,7 @@ enum TokenKeysAPI {
             throw HTTPError.badRequest("an app holds at most \(TokenKeyStore.maxKeysPerApp) token keys; delete one first",
                                        params: ["max": .int(TokenKeyStore.maxKeysPerApp)])
         }
-        return try Response.json(created, status: 201)
+        return .json(created, status: 201)
     }
 
     /// An RS256 key must be RSA of at least 2048 bits, an ES256 key EC on P-256; HS256 secrets are
@@ -66,7 +66,7 @@ enum TokenKeysAPI {
 
     static func list(_ context: RequestContext) throws -> Response {
         let keys = try context.services.database.withConnection { try TokenKeyStore().list(app: context.app, on: $0) }
-        return try Response.json(ListEnvelope(fetched: keys, limit: keys.count) { $0.kid })
+        return .json(ListPage(items: keys))
     }
 
     static func delete(_ context: RequestContext) throws -> Response {
