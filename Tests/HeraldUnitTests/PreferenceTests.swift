@@ -85,7 +85,7 @@ struct PreferenceTests {
             {"timezone": "America/New_York",
              "mutePreferences": {"schedule": {"monday": {"from": 700, "to": 2159}, "tuesday": {"from": 700, "to": 2359}}}}
             """), app: .defaults)
-        let preferences = Routing.Preferences(user: user, app: .defaults, type: .group)
+        let preferences = Routing.Preferences(EffectivePreferences(user: user, app: .defaults), type: .group)
         #expect(preferences.timezone == "America/New_York")
         // 2026-12-01 is a Tuesday. 03:30 UTC Tuesday = 22:30 Monday in New York (EST, UTC-5): quiet.
         let mondayNight = LocalTime(epochMilliseconds: 1_796_095_800_000, timeZone: "America/New_York")
@@ -115,5 +115,37 @@ struct PreferenceTests {
         }
         #expect(app == before)
         #expect(AppSettings(stored: app.json) == app, "stored and read back")
+    }
+
+    @Test("effective preferences, typed: the user's where overridable, else the app's, for every field")
+    func effective() throws {
+        var app = AppSettings.defaults
+        try app.apply(patch: try json("""
+            {"groupPreferences": {"replies": {"value": "SUBSCRIBE_TO_SUBSCRIBED_THREADS", "userCanOverride": false},
+                                  "memberJoined": {"value": "SUBSCRIBE", "userCanOverride": true}},
+             "oneOnOnePreferences": {"reactions": {"value": "DONT_SUBSCRIBE", "userCanOverride": true}}}
+            """))
+        var user = UserPreferences()
+        try user.apply(patch: try json("""
+            {"groupPreferences": {"replies": "SUBSCRIBE_TO_ALL", "messages": "SUBSCRIBE_TO_MENTIONS", "memberLeft": "SUBSCRIBE"},
+             "oneOnOnePreferences": {"reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"},
+             "mutePreferences": {"dnd": "ENABLED"}, "usePrivacyTemplate": true, "timezone": "Asia/Tokyo"}
+            """), app: .defaults)
+        let effective = EffectivePreferences(user: user, app: app)
+        #expect(effective.group.replies == .subscribeToSubscribedThreads, "not overridable: the app's")
+        #expect(effective.group.messages == .subscribeToMentions)
+        #expect(effective.group.quotedReplies == .subscribeToAll)
+        #expect(effective.group.reactions == .ownMessages)
+        #expect(effective.oneOnOne.reactions == .allMessages)
+        #expect(effective.memberActions[.joined] == .subscribe, "the app's default")
+        #expect(effective.memberActions[.left] == .subscribe, "the user's")
+        #expect(effective.memberActions[.kicked] == .dontSubscribe)
+        #expect(effective.memberActions.count == MemberAction.allCases.count)
+        #expect(effective.dnd == .enabled && effective.usePrivacyTemplate && effective.timezone == "Asia/Tokyo")
+        #expect(effective.schedule == .allDay)
+        let defaults = EffectivePreferences(app: .defaults)
+        #expect(defaults.group.replies == .subscribeToAll && defaults.dnd == .disabled && !defaults.usePrivacyTemplate && defaults.timezone == "UTC")
+        // Every member action's raw value is a field of the table.
+        #expect(MemberAction.allCases.allSatisfy { PreferenceField.byPath["groupPreferences." + $0.rawValue] != nil })
     }
 }

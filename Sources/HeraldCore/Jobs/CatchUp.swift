@@ -63,8 +63,7 @@ extension Fanout {
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
             guard subscription == .subscribed else { continue }
-            let preferences = try row.decode("preferences", as: String?.self)
-                .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+            let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             let mentioned = try row.decode("mentioned", as: Bool.self)
             let muted = try row.decode("muted_until", as: Int64?.self)
             func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {

@@ -66,8 +66,7 @@ struct Fanout {
                 sentAt: edit.editedAt, category: try row.decode("category", as: String?.self) ?? "message", type: nil,
                 text: try edit.text ?? row.decode("text", as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
                 quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode("send_notification", as: Bool?.self))
-            let preferences = try row.decode("preferences", as: String?.self)
-                .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+            let preferences = Self.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"), manualAt: try row.decode("manual_at"),
                                                          unsubscribedAt: try row.decode("unsubscribed_at"), asOf: edit.editedAt)
             let decision = Routing.decide(Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
@@ -80,11 +79,11 @@ struct Fanout {
         return try insert(jobs, on: connection)
     }
 
-    static func privacy(settings: AppSettings, preferences: UserPreferences) -> Bool {
+    static func privacy(settings: AppSettings, preferences: EffectivePreferences) -> Bool {
         switch settings.privacyTemplateMode {
         case .privacy: return true
         case .default: return false
-        case .userChoice: return preferences.effective("usePrivacyTemplate", app: settings) == .bool(true)
+        case .userChoice: return preferences.usePrivacyTemplate
         }
     }
 
@@ -166,7 +165,7 @@ struct Fanout {
 
         let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
         let now = currentTimeMilliseconds()
-        var parsed: [String: UserPreferences] = [:]
+        var parsed: [String: EffectivePreferences] = [:]
         var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
         var jobs: [JobRow] = []
         for row in rows {
@@ -177,23 +176,23 @@ struct Fanout {
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: item.message.sentAt)
-            let text = try row.decode("preferences", as: String?.self)
-            let preferences: UserPreferences
-            if let cached = parsed[uid] {
-                preferences = cached
-            } else {
-                preferences = text.flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
-                parsed[uid] = preferences
-            }
             // Users with the same stored preferences (most often none) share the effective
             // preferences and local time, worked out once per chunk rather than per member.
+            let text = try row.decode("preferences", as: String?.self)
+            let preferences: EffectivePreferences
+            if let cached = parsed[text ?? ""] {
+                preferences = cached
+            } else {
+                preferences = Self.effective(stored: text, settings: settings)
+                parsed[text ?? ""] = preferences
+            }
             let type: Routing.ConversationType = item.message.conversation.groupID == nil ? .oneOnOne : .group
             let key = (type == .group ? "g" : "o") + (text ?? "")
             let shared: (Routing.Preferences, LocalTime)
             if let cached = resolved[key] {
                 shared = cached
             } else {
-                shared = Self.resolve(preferences, settings: settings, type: type, now: now)
+                shared = Self.resolve(preferences, type: type, now: now)
                 resolved[key] = shared
             }
             let input = Self.input(item.message, recipient: uid, subscription: subscription,
@@ -240,7 +239,7 @@ struct Fanout {
     /// The decision's input for one recipient of a message.
     static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscription: Routing.SubscriptionState,
                       mentionedExplicitly: Bool,
-                      preferences: UserPreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64,
+                      preferences: EffectivePreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64,
                       resolved: (Routing.Preferences, LocalTime)? = nil) -> Routing.Input {
         var input = Routing.Input(isReply: message.parentID != nil,
                                   conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
@@ -250,7 +249,7 @@ struct Fanout {
         input.mentionedExplicitly = mentionedExplicitly
         input.mentionedAll = message.mentionsAll
         input.quotesRecipient = message.quotedSender == uid
-        let (effective, localTime) = resolved ?? resolve(preferences, settings: settings, type: input.conversation, now: now)
+        let (effective, localTime) = resolved ?? resolve(preferences, type: input.conversation, now: now)
         input.preferences = effective
         input.mutedUntil = mutedUntil
         input.bypassForMentions = settings.bypassPreferencesForMentions
@@ -261,9 +260,16 @@ struct Fanout {
     }
 
     /// A user's effective preferences for a conversation type, and the local time in their zone.
-    static func resolve(_ preferences: UserPreferences, settings: AppSettings, type: Routing.ConversationType,
+    static func resolve(_ preferences: EffectivePreferences, type: Routing.ConversationType,
                         now: Int64) -> (Routing.Preferences, LocalTime) {
-        let effective = Routing.Preferences(user: preferences, app: settings, type: type)
+        let effective = Routing.Preferences(preferences, type: type)
         return (effective, LocalTime(epochMilliseconds: now, timeZone: effective.timezone))
+    }
+
+    /// A user's effective preferences from their stored choices (`user_preferences.preferences`
+    /// as text; nil when they stored none).
+    static func effective(stored text: String?, settings: AppSettings) -> EffectivePreferences {
+        let user = text.flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+        return EffectivePreferences(user: user, app: settings)
     }
 }

@@ -48,14 +48,14 @@ enum RoutingAPI {
                 sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil, text: nil,
                 mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil, quotedSender: try row.decode("quoted_sender"),
                 sendNotification: try row.decode("send_notification"))
-            let preferences = try row.decode("preferences", as: String?.self)
-                .flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
+            let settings = try PreferenceStore().settings(app: app, on: connection)
+            let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             // As of the message, as its fan-out judged it (SPEC §4).
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: message.sentAt)
             var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("mentioned"),
-                                     preferences: preferences, settings: try PreferenceStore().settings(app: app, on: connection),
+                                     preferences: preferences, settings: settings,
                                      mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds())
             input.hasAccess = try row.decode("has_access", as: Bool.self)
             let decision = Routing.decide(input)

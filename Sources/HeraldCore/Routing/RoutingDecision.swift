@@ -50,20 +50,15 @@ public enum Routing {
 
         public init() {}
 
-        /// The effective values of `user` under `app`, for a conversation type.
-        public init(user: UserPreferences, app: AppSettings, type: ConversationType) {
-            let prefix = type == .group ? "groupPreferences." : "oneOnOnePreferences."
-            func text(_ path: String) -> String {
-                if case .string(let value) = user.effective(path, app: app) { return value }
-                return ""
-            }
-            // Stored values were validated against the same enums; an unknown one reads as the default.
-            messages = MessagesPreference(rawValue: text(prefix + "messages")) ?? .subscribeToAll
-            replies = RepliesPreference(rawValue: text(prefix + "replies")) ?? .subscribeToAll
-            quotedReplies = QuotedRepliesPreference(rawValue: text(prefix + "quotedReplies")) ?? .subscribeToAll
-            dndEnabled = DoNotDisturbPreference(rawValue: text("mutePreferences.dnd")) == .enabled
-            schedule = Schedule(json: user.effective("mutePreferences.schedule", app: app)) ?? .allDay
-            timezone = text("timezone")
+        /// What a message of a conversation type reads of a user's effective preferences.
+        public init(_ effective: EffectivePreferences, type: ConversationType) {
+            let conversation = effective.conversation(type)
+            messages = conversation.messages
+            replies = conversation.replies
+            quotedReplies = conversation.quotedReplies
+            dndEnabled = effective.dnd == .enabled
+            schedule = effective.schedule
+            timezone = effective.timezone
         }
     }
 

@@ -1,0 +1,70 @@
+import JSON
+
+/// A member action a preference can subscribe to (SPEC §7.1, §11.3): the leaf of its path.
+public enum MemberAction: String, Sendable, CaseIterable {
+    case joined = "memberJoined", added = "memberAdded", left = "memberLeft", kicked = "memberKicked"
+    case banned = "memberBanned", unbanned = "memberUnbanned", scopeChanged = "memberScopeChanged"
+}
+
+/// A user's preferences in force (SPEC §7.3), typed: what routing and templates read. Built in
+/// one place from the user's stored choices and the app's settings, so no decision looks up a
+/// preference by its path: a misspelled field or value does not compile.
+///
+/// The stored forms stay keyed by path (`UserPreferences`, `AppSettings.entries`): they are the
+/// API's partial documents (a PATCH merges fields; a user's value stays stored while the app
+/// makes the field non-overridable), validated by `PreferenceField`'s table.
+public struct EffectivePreferences: Sendable, Equatable {
+    /// The choices of one conversation type.
+    public struct Conversation: Sendable, Equatable {
+        public var messages: MessagesPreference
+        public var replies: RepliesPreference
+        public var quotedReplies: QuotedRepliesPreference
+        public var reactions: ReactionsPreference
+    }
+
+    public var group: Conversation
+    public var oneOnOne: Conversation
+    /// Group member actions (`groupPreferences.member*`).
+    public var memberActions: [MemberAction: MemberActionPreference]
+    public var dnd: DoNotDisturbPreference
+    public var schedule: Schedule
+    public var usePrivacyTemplate: Bool
+    /// An IANA zone name.
+    public var timezone: String
+
+    /// The values of `user` under `app`: the user's where the field is overridable and the user
+    /// set it, else the app's. Stored values were validated against the same enums; one that no
+    /// longer parses reads as the built-in default.
+    public init(user: UserPreferences, app: AppSettings) {
+        func value(_ path: String) -> JSONValue { user.effective(path, app: app) }
+        func choice<T: PreferenceChoice>(_ path: String, _ fallback: T) -> T {
+            if case .string(let name) = value(path), let parsed = T(rawValue: name) { return parsed }
+            return fallback
+        }
+        func conversation(_ prefix: String) -> Conversation {
+            Conversation(messages: choice(prefix + ".messages", MessagesPreference.subscribeToAll),
+                         replies: choice(prefix + ".replies", RepliesPreference.subscribeToAll),
+                         quotedReplies: choice(prefix + ".quotedReplies", QuotedRepliesPreference.subscribeToAll),
+                         reactions: choice(prefix + ".reactions", ReactionsPreference.ownMessages))
+        }
+        group = conversation("groupPreferences")
+        oneOnOne = conversation("oneOnOnePreferences")
+        memberActions = Dictionary(uniqueKeysWithValues: MemberAction.allCases.map {
+            ($0, choice("groupPreferences." + $0.rawValue, MemberActionPreference.dontSubscribe))
+        })
+        dnd = choice("mutePreferences.dnd", DoNotDisturbPreference.disabled)
+        schedule = Schedule(json: value("mutePreferences.schedule")) ?? .allDay
+        usePrivacyTemplate = value("usePrivacyTemplate") == .bool(true)
+        if case .string(let zone) = value("timezone") { timezone = zone } else { timezone = "UTC" }
+    }
+
+    /// The app's defaults, for a user who stored nothing.
+    public init(app: AppSettings) {
+        self.init(user: UserPreferences(), app: app)
+    }
+
+    /// The choices for a conversation type.
+    public func conversation(_ type: Routing.ConversationType) -> Conversation {
+        type == .group ? group : oneOnOne
+    }
+}
