@@ -24,21 +24,20 @@ public struct JSONWriter: Sendable {
 
     /// An object whose fields `body` writes.
     public mutating func object(_ body: (inout JSONWriter) -> Void) {
-        separate()
-        text += "{"
-        first = true
-        body(&self)
-        text += "}"
-        first = false
+        container("{", "}", body)
     }
 
     /// An array whose elements `body` writes.
     public mutating func array(_ body: (inout JSONWriter) -> Void) {
+        container("[", "]", body)
+    }
+
+    private mutating func container(_ open: String, _ close: String, _ body: (inout JSONWriter) -> Void) {
         separate()
-        text += "["
+        text += open
         first = true
         body(&self)
-        text += "]"
+        text += close
         first = false
     }
 
