@@ -35,10 +35,10 @@ public final class PublicKey: @unchecked Sendable {
             defer { BIO_free(bio) }
             return PEM_read_bio_PUBKEY(bio, nil, nil, nil)
         }
-        ERR_clear_error()
-        guard let parsed else { return nil }
+        guard let parsed else { ERR_clear_error(); return nil }
         key = parsed
         kind = Self.kind(of: parsed)
+        ERR_clear_error()
     }
 
     deinit { EVP_PKEY_free(key) }

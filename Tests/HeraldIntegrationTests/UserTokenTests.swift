@@ -347,7 +347,7 @@ struct UserTokenTests {
         #expect(try client.get("/v1/me/preferences", token: signer.token(claims(app, "bob"))).status == 200)
         #expect(try client.get("/v1/users/alice/preferences", token: app.serverKey).status == 200)
 
-        for body in [#"{"userRateLimit":{"perSecond":0}}"#, #"{"userRateLimit":{"burst":0}}"#, #"{"userRateLimit":{"rate":1}}"#, #"{"userRateLimit":5}"#] {
+        for body in [#"{"userRateLimit":{"perSecond":0}}"#, #"{"userRateLimit":{"perSecond":1e-12}}"#, #"{"userRateLimit":{"perSecond":0.0009}}"#, #"{"userRateLimit":{"burst":0}}"#, #"{"userRateLimit":{"rate":1}}"#, #"{"userRateLimit":5}"#] {
             let refused = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey,
                                           headers: ["Content-Type": "application/json"], body: Array(body.utf8))
             #expect(refused.status == 400 && (refused.errorParams["field"] as? String ?? "").hasPrefix("userRateLimit"), "\(body)")

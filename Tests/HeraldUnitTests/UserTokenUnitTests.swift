@@ -138,4 +138,26 @@ struct UserTokenUnitTests {
         #expect(limiter.take(app: "d", uid: "u", limit: limit, now: start + 10_000_000_000) == nil)
         #expect(limiter.take(app: "a", uid: "u", limit: limit, now: start + 10_000_000_000) == nil)
     }
+
+    @Test("the bucket survives extreme rates, and the table stays bounded however many users come")
+    func bucketBounds() {
+        let limiter = UserRateLimiter(sweepAbove: 100, maxBuckets: 1000)
+        // A rate below the minimum (only a stored value could carry one) is taken as the minimum:
+        // no overflow, and Retry-After at most a day.
+        let crawl = UserRateLimit(perSecond: 1e-12, burst: 1)
+        #expect(limiter.take(app: "a", uid: "u", limit: crawl, now: 1) == nil)
+        #expect(limiter.take(app: "a", uid: "u", limit: crawl, now: 1) == 1000)
+        #expect(limiter.take(app: "a", uid: "v", limit: UserRateLimit(perSecond: 0.001, burst: 100_000), now: 1) == nil)
+        // 50,000 users of a slow rate, an hour and a second apart each: the idle horizon lets the
+        // sweeps drop them although their buckets never refill.
+        let slow = UserRateLimit(perSecond: 0.001, burst: 100_000)
+        for n in 0..<50_000 {
+            _ = limiter.take(app: "b", uid: "u\(n)", limit: slow, now: UInt64(n) * 3_601_000_000_000)
+        }
+        #expect(limiter.count <= 200)
+        // Many users at once: the table never holds more than maxBuckets.
+        let burst = UserRateLimiter(sweepAbove: 100, maxBuckets: 1000)
+        for n in 0..<5000 { _ = burst.take(app: "c", uid: "u\(n)", limit: slow, now: 1) }
+        #expect(burst.count <= 1000)
+    }
 }

@@ -44,8 +44,10 @@ struct TokenKeyStore: Sendable {
     /// Most keys an app may hold at once (rotation needs two; a key per backend service a few).
     static let maxKeysPerApp = 100
 
-    /// Stores a new key; nil when the app already has `maxKeysPerApp`.
+    /// Stores a new key; nil when the app already has `maxKeysPerApp`. Run in a transaction: the
+    /// app's lock makes the count and the insert one step, so concurrent creations keep the cap.
     func create(app: String, algorithm: UserToken.Algorithm, publicKey: String?, on connection: PostgresConnection) throws -> Created? {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':token-keys', 0))", [app])
         let kid = "tk_" + Secrets.hex(Secrets.randomBytes(12))
         let secret = algorithm == .hs256 ? Base64URL.encode(Secrets.randomBytes(32)) : nil
         let rows = try connection.query("""

@@ -27,7 +27,7 @@ enum TokenKeysAPI {
         }
         let publicKey = try checkedPublicKey(body.publicKey, algorithm: algorithm)
         let store = TokenKeyStore()
-        guard let created = try context.services.database.withConnection({
+        guard let created = try context.services.database.withTransaction({
             try store.create(app: context.app, algorithm: algorithm, publicKey: publicKey, on: $0)
         }) else {
             throw HTTPError.badRequest("an app holds at most \(TokenKeyStore.maxKeysPerApp) token keys; delete one first",

@@ -9,6 +9,8 @@ public struct UserRateLimit: Sendable, Equatable {
 
     public static let `default` = UserRateLimit(perSecond: 20, burst: 40)
     static let maxPerSecond: Double = 100_000
+    /// One request in 1,000 s: slower rates are refused (their bucket arithmetic would overflow).
+    static let minPerSecond = 0.001
     static let maxBurst = 100_000
 
     public var json: JSONValue {
@@ -28,9 +30,10 @@ public struct UserRateLimit: Sendable, Equatable {
                 case .double(let number): number
                 default: nil
                 }
-                guard let rate, rate > 0, rate <= Self.maxPerSecond else {
-                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "\(field).perSecond must be a number above 0, at most 100000",
-                                    params: ["field": .string(field + ".perSecond"), "max": .int(Int(Self.maxPerSecond))])
+                guard let rate, rate >= Self.minPerSecond, rate <= Self.maxPerSecond else {
+                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "\(field).perSecond must be a number from 0.001 to 100000",
+                                    params: ["field": .string(field + ".perSecond"), "min": .double(Self.minPerSecond),
+                                             "max": .int(Int(Self.maxPerSecond))])
                 }
                 perSecond = rate
             case "burst":
@@ -139,38 +142,59 @@ struct UserAccessSettings: Sendable, Equatable {
 }
 
 /// The per-user token buckets of one instance. A mutex makes each take exact under concurrent
-/// requests; buckets that have refilled are dropped when the table grows, so memory follows the
-/// users active in the last `burst / perSecond` seconds.
+/// requests. Memory follows the users active lately: when the table has doubled since the last
+/// sweep, buckets that have refilled (or sat idle for `idleHorizonSeconds`, whatever their rate)
+/// are dropped, so a sweep's cost is spread over the insertions that made it necessary; beyond
+/// `maxBuckets` the table starts afresh (every user then gets a full bucket once).
 final class UserRateLimiter: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: UInt64
-        var fullAt: UInt64
+        /// When the bucket is full again, or the idle horizon ends, whichever is sooner.
+        var forgettableAt: UInt64
     }
 
-    private let buckets = Lock([String: Bucket]())
+    private struct Table {
+        var buckets: [String: Bucket] = [:]
+        var nextSweep: Int
+    }
+
+    static let idleHorizonSeconds: Double = 3600
+    private let table: Lock<Table>
     private let sweepAbove: Int
+    private let maxBuckets: Int
 
-    init(sweepAbove: Int = 100_000) {
+    init(sweepAbove: Int = 100_000, maxBuckets: Int = 1_000_000) {
         self.sweepAbove = sweepAbove
+        self.maxBuckets = maxBuckets
+        table = Lock(Table(nextSweep: sweepAbove))
     }
 
-    /// Takes one token of `user`'s bucket; nil when allowed, else the seconds until one is back.
+    /// Takes one token of `user`'s bucket; nil when allowed, else the seconds until one is back
+    /// (at most a day).
     func take(app: String, uid: String, limit: UserRateLimit, now: UInt64 = monotonicNanoseconds()) -> Int? {
         let key = app + "\u{1F}" + uid
-        return buckets.withLock { table -> Int? in
-            var bucket = table[key] ?? Bucket(tokens: Double(limit.burst), updated: now, fullAt: now)
+        let rate = max(limit.perSecond, UserRateLimit.minPerSecond)
+        return table.withLock { table -> Int? in
+            var bucket = table.buckets[key] ?? Bucket(tokens: Double(limit.burst), updated: now, forgettableAt: now)
             let elapsed = Double(now &- bucket.updated) / 1e9
-            bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * limit.perSecond)
+            bucket.tokens = min(Double(limit.burst), bucket.tokens + elapsed * rate)
             bucket.updated = now
             let allowed = bucket.tokens >= 1
             if allowed { bucket.tokens -= 1 }
-            bucket.fullAt = now &+ UInt64(max(0, Double(limit.burst) - bucket.tokens) / limit.perSecond * 1e9)
-            if table.count >= sweepAbove && table[key] == nil {
-                table = table.filter { $0.value.fullAt > now }
+            let refill = min(max(0, Double(limit.burst) - bucket.tokens) / rate, Self.idleHorizonSeconds)
+            bucket.forgettableAt = now &+ UInt64(refill * 1e9)
+            if table.buckets[key] == nil && table.buckets.count >= table.nextSweep {
+                table.buckets = table.buckets.filter { $0.value.forgettableAt > now }
+                if table.buckets.count >= maxBuckets { table.buckets.removeAll() }
+                table.nextSweep = max(sweepAbove, table.buckets.count * 2)
             }
-            table[key] = bucket
-            return allowed ? nil : max(1, Int(((1 - bucket.tokens) / limit.perSecond).rounded(.up)))
+            table.buckets[key] = bucket
+            guard !allowed else { return nil }
+            return Int(min(86_400, max(1, ((1 - bucket.tokens) / rate).rounded(.up))))
         }
     }
+
+    /// How many buckets the table holds (for tests).
+    var count: Int { table.withLock { $0.buckets.count } }
 }

@@ -31,10 +31,15 @@ enum UserRoutes {
     /// A user route's answer varies with `Origin`; an allowed origin may read it.
     static func addCORSHeaders(_ response: inout Response, principal: Principal) {
         if let origin = principal.corsOrigin {
-            for (name, value) in CORS.allow(origin).sorted(by: { $0.key < $1.key }) where response.header(name) == nil {
+            for (name, value) in CORS.allow(origin).sorted(by: { $0.key < $1.key }) where name != "Vary" && response.header(name) == nil {
                 response.headers.append((name, value))
             }
-        } else if response.header("Vary") == nil {
+        }
+        // A Vary a handler set keeps its names and gains Origin.
+        if let index = response.headers.firstIndex(where: { $0.name.lowercased() == "vary" }) {
+            let names = response.headers[index].value.split(separator: ",").map { $0.filter { $0 != " " }.lowercased() }
+            if !names.contains("origin") { response.headers[index].value += ", Origin" }
+        } else {
             response.headers.append(("Vary", "Origin"))
         }
     }
