@@ -149,6 +149,29 @@ struct RoutingTests {
         #expect(Routing.decide(input).code == "NO_ACCESS")
     }
 
+    @Test("a stale event notifies nobody, mentions and bypasses included; sender and access are judged first")
+    func stale() {
+        var input = Self.input(reply: true, type: .group, mention: .explicit)
+        input.bypassForMentions = true
+        #expect(Routing.decide(input).notified)
+        input.stale = true
+        #expect(Routing.decide(input).outcome == .skipped(.stale))
+        #expect(Routing.decide(input).code == "STALE")
+        input.hasAccess = false
+        #expect(Routing.decide(input).code == "NO_ACCESS")
+        input.hasAccess = true
+        input.isSender = true
+        #expect(Routing.decide(input).code == "SENDER")
+        // The rule itself: older than maxEventAgeSeconds when applied; 0 turns it off.
+        var settings = AppSettings.defaults
+        let now: Int64 = 1_800_000_000_000
+        #expect(settings.maxEventAgeSeconds == 86_400)
+        #expect(settings.isStale(eventTime: now - 86_400_001, now: now))
+        #expect(!settings.isStale(eventTime: now - 86_400_000, now: now))
+        settings.maxEventAgeSeconds = 0
+        #expect(!settings.isStale(eventTime: 0, now: now))
+    }
+
     @Test("an expired mute does not silence")
     func expiredMute() {
         var input = Self.input(reply: false, type: .oneOnOne)

@@ -63,6 +63,9 @@ extension Fanout {
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
             guard subscription == .subscribed else { continue }
+            // A message older than maxEventAgeSeconds is not routed again: a late trigger does
+            // not wake anyone for it any more than its own event would (SPEC §11.5).
+            guard !settings.isStale(eventTime: message.sentAt, now: now) else { continue }
             let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             let mentioned = try row.decode("mentioned", as: Bool.self)
             let muted = try row.decode("muted_until", as: Int64?.self)

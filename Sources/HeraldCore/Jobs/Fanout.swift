@@ -32,9 +32,11 @@ struct Fanout {
     /// message.edited notifies only the users it newly mentions (SPEC §8.1): reason mention, kind
     /// as the message's, judged now for the edit's event.
     func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], on connection: PostgresConnection) throws -> Int {
-        let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty }
-        guard !withMentions.isEmpty else { return 0 }
+        guard edits.contains(where: { !($0.edit.mentions ?? []).isEmpty }) else { return 0 }
         let settings = try PreferenceStore().settings(app: app, on: connection)
+        let now = currentTimeMilliseconds()
+        let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty && !settings.isStale(eventTime: $0.edit.editedAt, now: now) }
+        guard !withMentions.isEmpty else { return 0 }
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
@@ -55,7 +57,6 @@ struct Fanout {
                         ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
                                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = mn.uid), false) END
             """, [app, withMentions.map(\.edit.id), withMentions.map(\.edit.editedAt)])
-        let now = currentTimeMilliseconds()
         var jobs: [JobRow] = []
         for row in rows {
             let item = withMentions[try row.decode("n", as: Int.self) - 1]
@@ -92,6 +93,10 @@ struct Fanout {
     func run(_ created: [Created], on connection: PostgresConnection) throws -> Int {
         guard !created.isEmpty else { return 0 }
         let settings = try PreferenceStore().settings(app: app, on: connection)
+        // A replayed backlog changes state but wakes nobody: stale messages get no job and no task.
+        let now = currentTimeMilliseconds()
+        let created = created.filter { !settings.isStale(eventTime: $0.message.sentAt, now: now) }
+        guard !created.isEmpty else { return 0 }
         let groups = Array(Set(created.compactMap(\.message.conversation.groupID)))
         var large: Set<String> = []
         if !groups.isEmpty {

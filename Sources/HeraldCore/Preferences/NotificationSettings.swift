@@ -18,6 +18,9 @@ public struct AppSettings: Sendable, Equatable {
     public var bypassPreferencesForAll = false
     public var privacyTemplateMode = PrivacyTemplateMode.userChoice
     public var largeGroupThreshold = 1000
+    /// Events older than this when Herald applies them change state but make no job (SPEC §11.5);
+    /// 0 turns the rule off.
+    public var maxEventAgeSeconds = 86_400
     /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
     public var corsOrigins: [String] = []
     /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
@@ -32,6 +35,12 @@ public struct AppSettings: Sendable, Equatable {
         entries[path] ?? Entry(value: PreferenceField.byPath[path]!.defaultValue, userCanOverride: true)
     }
 
+    /// Whether an event of time `eventTime` (its `sentAt`, `editedAt` or `at`) applied at `now`
+    /// is stale: it changes state but notifies nobody (SPEC §11.5).
+    public func isStale(eventTime: Int64, now: Int64) -> Bool {
+        maxEventAgeSeconds > 0 && eventTime < now - Int64(maxEventAgeSeconds) * 1000
+    }
+
     /// The settings as the API shows them: nested by group, each field `{value, userCanOverride}`.
     public var json: JSONValue {
         var root: [String: JSONValue] = [:]
@@ -43,6 +52,7 @@ public struct AppSettings: Sendable, Equatable {
         root["bypassPreferencesForAll"] = .bool(bypassPreferencesForAll)
         root["privacyTemplateMode"] = .string(privacyTemplateMode.rawValue)
         root["largeGroupThreshold"] = .int(largeGroupThreshold)
+        root["maxEventAgeSeconds"] = .int(maxEventAgeSeconds)
         root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
         root["userRateLimit"] = userRateLimit.json
         return .object(root)
@@ -80,6 +90,12 @@ public struct AppSettings: Sendable, Equatable {
                                     params: ["field": .string(key), "min": 1, "max": 1_000_000])
                 }
                 next.largeGroupThreshold = threshold
+            case "maxEventAgeSeconds":
+                guard case .int(let seconds) = value, (0...31_536_000).contains(seconds) else {
+                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "maxEventAgeSeconds must be 0 (off) to 31536000",
+                                    params: ["field": .string(key), "min": 0, "max": 31_536_000])
+                }
+                next.maxEventAgeSeconds = seconds
             case "corsOrigins":
                 next.corsOrigins = try CORS.validate(value, field: key)
             case "userRateLimit":

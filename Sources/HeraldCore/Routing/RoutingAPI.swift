@@ -30,7 +30,10 @@ enum RoutingAPI {
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                          WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_id IS NULL
                          ORDER BY j.id LIMIT 1) AS job,
-                       s.since, s.manual_at, s.unsubscribed_at
+                       s.since, s.manual_at, s.unsubscribed_at,
+                       -- when Herald applied the message's event (kept as long as dedupe keeps it)
+                       (SELECT e.received_at FROM events e
+                         WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id) AS applied_at
                   FROM messages m
                   LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)
                  WHERE m.app = $1 AND m.id = $3 AND m.created_seen AND m.deleted_at IS NULL
@@ -58,6 +61,9 @@ enum RoutingAPI {
                                      preferences: preferences, settings: settings,
                                      mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds())
             input.hasAccess = try row.decode("has_access", as: Bool.self)
+            if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
+                input.stale = settings.isStale(eventTime: message.sentAt, now: appliedAt)
+            }
             let decision = Routing.decide(input)
             var steps = decision.steps
             var notified = decision.notified

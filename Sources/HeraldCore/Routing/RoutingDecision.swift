@@ -37,6 +37,8 @@ public enum Routing {
         case sender = "SENDER", noAccess = "NO_ACCESS", customMessage = "CUSTOM_MESSAGE"
         case messagesPreference = "MESSAGES_PREFERENCE", repliesPreference = "REPLIES_PREFERENCE", unsubscribed = "UNSUBSCRIBED"
         case mutePreference = "MUTE_PREFERENCE", dndPreference = "DND_PREFERENCE", schedulePreference = "SCHEDULE_PREFERENCE"
+        /// The event was older than the app's `maxEventAgeSeconds` when it was applied (SPEC §11.5).
+        case stale = "STALE"
     }
 
     /// The recipient's effective preferences for the message's conversation type.
@@ -69,6 +71,8 @@ public enum Routing {
         public var silentCustom = false
         public var isSender = false
         public var hasAccess = true
+        /// The event was older than `maxEventAgeSeconds` when Herald applied it.
+        public var stale = false
         /// The recipient's subscription to the message's thread, after SPEC §5.1 is applied for it.
         public var subscription = SubscriptionState.none
         public var mentionedExplicitly = false
@@ -127,6 +131,7 @@ public enum Routing {
         if input.isSender { return skip(.sender, "the recipient sent the message") }
         guard input.hasAccess else { return skip(.noAccess, "the recipient has no access to the conversation") }
         steps.append("has access")
+        if input.stale { return skip(.stale, "the event was older than the app's maxEventAgeSeconds when Herald applied it") }
 
         let mentioned = input.mentionedExplicitly || input.mentionedAll
         let preferences = input.preferences
