@@ -339,9 +339,10 @@ const users = {
     clearErrors($("#view-users"));
     const uid = form.uid.value.trim();
     try {
-      const [preferences, mutes] = await Promise.all([
+      const [preferences, mutes, devices] = await Promise.all([
         api("GET", `/v1/users/${enc(uid)}/preferences?include=sources`),
         api("GET", `/v1/users/${enc(uid)}/mutes`),
+        api("GET", `/v1/users/${enc(uid)}/devices`),
       ]);
       this.uid = uid;
       const sources = preferences.sources || {};
@@ -353,6 +354,9 @@ const users = {
       const now = Date.now();
       $("#user-mutes").replaceChildren(...(mutes.conversations.length ? mutes.conversations.map((mute) =>
         el("li", { text: `${mute.type} ${mute.id} until ${when(mute.until)} (${Math.round((mute.until - now) / 60000)} min)` }))
+        : [el("li", { class: "hint", text: "none" })]));
+      $("#user-devices").replaceChildren(...(devices.data.length ? devices.data.map((device) =>
+        el("li", { "data-device": device.id, text: `${device.id}: ${device.platform}${device.topic ? " " + device.topic : ""}${device.sandbox ? " (sandbox)" : ""}, token …${device.token.slice(-8)}` }))
         : [el("li", { class: "hint", text: "none" })]));
       $("#user-details").hidden = false;
       $("#explain-result").hidden = true;

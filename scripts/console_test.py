@@ -73,6 +73,8 @@ def setup():
         events.append(message("tr%d" % n, "tr%d" % n, "alice", now - 109_500 + n * 1000, "see <@uid:carol>", parent="t%d" % n, mentions=["carol"]))
     status, body = call("POST", "/v1/events", keys["ingest"], events, content_type="application/cloudevents-batch+json")
     check(status == 200 and body["accepted"] == 53 and body["rejected"] == 1, "seeding events: %s" % body)
+    check(call("PUT", "/v1/users/carol/devices/phone", keys["server"], {"platform": "apns", "token": "carol-apns-token-0001"})[0] == 200,
+          "carol's device")
     check(call("PATCH", "/v1/users/carol/preferences", keys["server"],
                {"groupPreferences": {"messages": "SUBSCRIBE_TO_MENTIONS"}})[0] == 200, "carol's preference")
     status, claimed = call("POST", "/v1/jobs/claim", keys["worker"], {"max": 1})
@@ -157,6 +159,7 @@ def main():
         expect(page.locator("[data-action=inbox-next]")).to_be_disabled()
         page.click("[data-action=inbox-first]")
         expect(page.locator("#user-inbox tbody tr[data-thread=m1]")).to_be_visible()
+        expect(page.locator("#user-devices li[data-device=phone]")).to_contain_text("apns")
         page.fill("input[name=messageId]", "m2")
         page.click("[data-action=explain]")
         expect(page.locator("#explain-summary")).to_contain_text("Notified: mention")

@@ -28,6 +28,7 @@ public struct RequestPipeline: Sendable {
         JobsAPI.register(in: &router)
         RoutingAPI.register(in: &router)
         TokenKeysAPI.register(in: &router)
+        DevicesAPI.register(in: &router)
         ConsoleAPI.register(in: &router)
         UserRoutes.mirror(in: &router)
         self.router = router

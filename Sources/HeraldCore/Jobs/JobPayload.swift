@@ -18,6 +18,8 @@ struct JobPayload {
     var eventID: String
     var eventType: String
     var reason: String
+    /// The recipient's devices at claim time (SPEC §13.1), filled in by the claim.
+    var devices: [Device.Target] = []
     var privacy: Bool
     var badge: Int
     var messageID: String
@@ -111,6 +113,7 @@ struct JobPayload {
                 data.field("sender", sender)
                 data.field("sentAt", sentAt)
             } }
+            job.field("devices", array: devices)
             if withLastError { job.field("lastError", lastError) }
         }
     }

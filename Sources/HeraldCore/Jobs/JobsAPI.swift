@@ -65,7 +65,7 @@ enum JobsAPI {
     /// One claim: returns expired leases to the queue, then leases up to `max` ready jobs.
     static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool,
                           metrics: Metrics) throws -> (Int, Response) {
-        let rows = try database.withTransaction { connection in
+        let jobs = try database.withTransaction { connection -> [JobPayload] in
             try connection.query("""
                 UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
                  WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
@@ -76,7 +76,7 @@ enum JobsAPI {
             // through another index led by app. Either took seconds per claim once the table
             // held a few hundred thousand jobs (W5 of make bench). The rows are locked by the
             // subquery, so their ctids cannot change before the update.
-            return try connection.query("""
+            let rows = try connection.query("""
                 WITH claimed AS (
                     UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
                                       lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
@@ -89,10 +89,21 @@ enum JobsAPI {
                   FROM claimed j JOIN messages m ON m.app = j.app AND m.id = j.message_id
                  ORDER BY j.id
                 """, [app, max, leaseSeconds])
+            return try withDevices(try rows.map { try JobPayload(row: $0) }, app: app, on: connection)
         }
-        let jobs = try rows.map { try JobPayload(row: $0) }
         metrics.add(.jobsClaimed, jobs.count)
         return (jobs.count, .json(ClaimedJobs(jobs: jobs)))
+    }
+
+    /// The jobs with their recipients' devices as they are now (one read for all of them).
+    static func withDevices(_ jobs: [JobPayload], app: String, on connection: PostgresConnection) throws -> [JobPayload] {
+        guard !jobs.isEmpty else { return jobs }
+        let targets = try DeviceStore().targets(app: app, uids: jobs.map(\.recipient), on: connection)
+        return jobs.map { job in
+            var job = job
+            job.devices = targets[job.recipient] ?? []
+            return job
+        }
     }
 
     /// Reads `{"jobs": [{"id", "attempt", …}]}`.
@@ -113,15 +124,37 @@ enum JobsAPI {
 
     static func ack(_ context: RequestContext) throws -> Response {
         let items = try entries(try body(context.request))
-        let rows = try context.services.database.withConnection { connection in
-            try connection.query("""
+        // `invalidDevices`: the push service refused these devices' tokens (SPEC §13.1).
+        var invalid: [Int64: [String]] = [:]
+        for (index, item) in items.enumerated() {
+            guard let value = item.2["invalidDevices"], value != .null else { continue }
+            guard case .array(let ids) = value, ids.count <= DeviceStore.maxPerUser else {
+                throw HTTPError.badRequest("jobs[\(index)].invalidDevices must be a list of device ids", field: "jobs[\(index)].invalidDevices")
+            }
+            for (position, id) in ids.enumerated() {
+                guard case .string(let text) = id, Identifier.isValid(text) else {
+                    throw HTTPError.badRequest("jobs[\(index)].invalidDevices[\(position)] must be a device id",
+                                               field: "jobs[\(index)].invalidDevices[\(position)]")
+                }
+                invalid[item.0, default: []].append(text)
+            }
+        }
+        let rows = try context.services.database.withTransaction { connection in
+            let rows = try connection.query("""
                 UPDATE jobs j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
                   FROM unnest($2::bigint[], $3::int[]) AS x(id, attempt)
                  WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
-                RETURNING j.id
+                RETURNING j.id, j.recipient
                 """, [context.app, items.map(\.0), items.map(\.1)])
+            // Only the jobs this ack acknowledged say whose devices they are.
+            var pairs: [(uid: String, id: String)] = []
+            for row in rows {
+                for device in invalid[try row.decode("id", as: Int64.self)] ?? [] { pairs.append((try row.decode("recipient"), device)) }
+            }
+            try DeviceStore().remove(app: context.app, pairs: pairs, on: connection)
+            return rows
         }
-        let acked = Set(try rows.map { try $0.decode(0, as: Int64.self) })
+        let acked = Set(try rows.map { try $0.decode("id", as: Int64.self) })
         context.services.metrics.add(.jobsAcked, acked.count)
         return .json(AckResult(acked: acked.count, stale: items.map(\.0).filter { !acked.contains($0) }))
     }
@@ -205,17 +238,15 @@ enum JobsAPI {
     static func dead(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.integerPosition(kind: "dead")
-        let rows = try context.services.database.withConnection { connection in
-            try connection.query("""
+        let jobs = try context.services.database.withConnection { connection in
+            let rows = try connection.query("""
                 SELECT \(JobPayload.columns) FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id
                  WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])
+            return try withDevices(try rows.map { try JobPayload(row: $0) }, app: context.app, on: connection)
         }
-        let entries = try rows.map { row in
-            let job = try JobPayload(row: row)
-            return (position: String(job.id), item: DeadJob(job: job))
-        }
+        let entries = jobs.map { (position: String($0.id), item: DeadJob(job: $0)) }
         return .json(list.page(entries, kind: "dead"))
     }
 

@@ -1,0 +1,124 @@
+import JSON
+import Postgres
+
+/// A device as the API shows it (SPEC §13.1).
+struct Device: Sendable, JSONWritable {
+    let id: String
+    let platform: String
+    let token: String
+    let topic: String?
+    let sandbox: Bool
+    let createdAt: Int64
+    let updatedAt: Int64
+
+    init(row: PostgresRow) throws {
+        id = try row.decode("id")
+        platform = try row.decode("platform")
+        token = try row.decode("token")
+        topic = try row.decode("topic")
+        sandbox = try row.decode("sandbox")
+        createdAt = try row.decode("created_at")
+        updatedAt = try row.decode("updated_at")
+    }
+
+    func write(to writer: inout JSONWriter) {
+        writer.object { device in
+            device.field("id", id)
+            device.field("platform", platform)
+            device.field("token", token)
+            device.field("topic", topic)
+            device.field("sandbox", sandbox)
+            device.field("createdAt", createdAt)
+            device.field("updatedAt", updatedAt)
+        }
+    }
+
+    /// The device as a job carries it: where to push, without the bookkeeping.
+    struct Target: Sendable, JSONWritable {
+        let id: String
+        let platform: String
+        let token: String
+        let topic: String?
+        let sandbox: Bool
+
+        func write(to writer: inout JSONWriter) {
+            writer.object { device in
+                device.field("id", id)
+                device.field("platform", platform)
+                device.field("token", token)
+                device.field("topic", topic)
+                device.field("sandbox", sandbox)
+            }
+        }
+    }
+}
+
+/// Devices in PostgreSQL.
+struct DeviceStore: Sendable {
+    static let maxPerUser = 100
+    static let columns = "id, platform, token, topic, sandbox, created_at, updated_at"
+
+    enum Registration {
+        case saved(Device)
+        case limitReached
+    }
+
+    /// Adds or replaces device `id` of `uid`. A device with the same platform and token elsewhere
+    /// (another user, or another id) is removed: the token has moved here. Runs in a transaction.
+    func register(app: String, uid: String, id: String, platform: String, token: String, topic: String?, sandbox: Bool,
+                  on connection: PostgresConnection) throws -> Registration {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':devices:' || $2, 0))", [app, uid])
+        // The token moves here: its device elsewhere goes (first, so the unique index is free).
+        try connection.query("""
+            DELETE FROM devices d
+             WHERE d.app = $1 AND d.platform = $4 AND md5(d.token) = md5($5) AND d.token = $5
+               AND NOT (d.uid = $2 AND d.id = $3)
+            """, [app, uid, id, platform, token])
+        let rows = try connection.query("""
+            INSERT INTO devices AS d (app, uid, id, platform, token, topic, sandbox)
+            SELECT $1, $2, $3, $4, $5, $6, $7
+             WHERE EXISTS (SELECT 1 FROM devices WHERE app = $1 AND uid = $2 AND id = $3)
+                OR (SELECT count(*) FROM devices WHERE app = $1 AND uid = $2) < $8
+            ON CONFLICT (app, uid, id) DO UPDATE
+               SET platform = EXCLUDED.platform, token = EXCLUDED.token, topic = EXCLUDED.topic,
+                   sandbox = EXCLUDED.sandbox, updated_at = herald_now_ms()
+            RETURNING \(Self.columns)
+            """, [app, uid, id, platform, token, topic, sandbox, Self.maxPerUser])
+        guard let row = rows.first else { return .limitReached }
+        return .saved(try Device(row: row))
+    }
+
+    func list(app: String, uid: String, on connection: PostgresConnection) throws -> [Device] {
+        try connection.query("SELECT \(Self.columns) FROM devices WHERE app = $1 AND uid = $2 ORDER BY created_at, id",
+                             [app, uid]).map(Device.init(row:))
+    }
+
+    /// Removes a device; false when there was none.
+    func remove(app: String, uid: String, id: String, on connection: PostgresConnection) throws -> Bool {
+        !(try connection.query("DELETE FROM devices WHERE app = $1 AND uid = $2 AND id = $3 RETURNING id", [app, uid, id])).isEmpty
+    }
+
+    /// Removes devices by (uid, id): the bad-token feedback of an ack.
+    func remove(app: String, pairs: [(uid: String, id: String)], on connection: PostgresConnection) throws {
+        guard !pairs.isEmpty else { return }
+        try connection.query("""
+            DELETE FROM devices d USING unnest($2::text[], $3::text[]) AS x(uid, id)
+             WHERE d.app = $1 AND d.uid = x.uid AND d.id = x.id
+            """, [app, pairs.map(\.uid), pairs.map(\.id)])
+    }
+
+    /// The devices of `uids` now, by uid: what claimed jobs carry (one indexed read per claim).
+    func targets(app: String, uids: [String], on connection: PostgresConnection) throws -> [String: [Device.Target]] {
+        guard !uids.isEmpty else { return [:] }
+        var targets: [String: [Device.Target]] = [:]
+        for row in try connection.query("""
+            SELECT uid, id, platform, token, topic, sandbox FROM devices
+             WHERE app = $1 AND uid = ANY ($2::text[]) ORDER BY uid, created_at, id
+            """, [app, Array(Set(uids))]) {
+            targets[try row.decode("uid"), default: []].append(Device.Target(
+                id: try row.decode("id"), platform: try row.decode("platform"), token: try row.decode("token"),
+                topic: try row.decode("topic"), sandbox: try row.decode("sandbox")))
+        }
+        return targets
+    }
+}

@@ -1,0 +1,72 @@
+import HTTPServer
+import JSON
+
+/// SPEC §13.1: a user's devices (server role; mirrored on `/v1/me/devices`).
+enum DevicesAPI {
+    static let platforms = ["apns", "fcm", "webpush", "webhook"]
+
+    static func register(in router: inout Router<Route>) {
+        router.add("GET", "/v1/users/{uid}/devices", Route(access: .server, handler: list))
+        router.add("PUT", "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, accepts: Route.json, handler: put))
+        router.add("DELETE", "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, handler: delete))
+    }
+
+    static let notFound = HTTPError(status: 404, code: "ERR_DEVICE_NOT_FOUND", message: "the user has no device with this id",
+                                    params: ["field": "deviceId"])
+
+    static func list(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let devices = try context.services.database.withConnection { try DeviceStore().list(app: context.app, uid: uid, on: $0) }
+        return .json(ListPage(items: devices))
+    }
+
+    static func put(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
+        guard case .object(let body)? = try? JSONParser.parse(context.request.body) else {
+            throw HTTPError.badRequest("the body must be a JSON object", field: "")
+        }
+        if let unknown = body.keys.sorted().first(where: { !["platform", "token", "topic", "sandbox"].contains($0) }) {
+            throw HTTPError.badRequest("\(unknown) is not a field of a device", field: unknown)
+        }
+        guard case .string(let platform)? = body["platform"], platforms.contains(platform) else {
+            throw HTTPError.badRequest("platform must be apns, fcm, webpush or webhook", field: "platform")
+        }
+        guard case .string(let token)? = body["token"], (1...4096).contains(token.unicodeScalars.count), !token.utf8.contains(0) else {
+            throw HTTPError.badRequest("token must be 1-4096 characters", field: "token", params: ["min": 1, "max": 4096])
+        }
+        var topic: String?
+        switch body["topic"] {
+        case nil, .null?: topic = nil
+        case .string(let text)? where (1...255).contains(text.unicodeScalars.count) && !text.utf8.contains(0): topic = text
+        default: throw HTTPError.badRequest("topic must be 1-255 characters", field: "topic")
+        }
+        var sandbox = false
+        switch body["sandbox"] {
+        case nil, .null?: sandbox = false
+        case .bool(let flag)?: sandbox = flag
+        default: throw HTTPError.badRequest("sandbox must be true or false", field: "sandbox")
+        }
+        // Thrown inside the transaction, so that a refused registration moves no token either.
+        let device = try context.services.database.withTransaction { connection -> Device in
+            let registration = try DeviceStore().register(app: context.app, uid: uid, id: id, platform: platform, token: token,
+                                                          topic: topic, sandbox: sandbox, on: connection)
+            guard case .saved(let device) = registration else {
+                throw HTTPError(status: 409, code: "ERR_DEVICE_LIMIT_EXCEEDED",
+                                message: "a user has at most \(DeviceStore.maxPerUser) devices; remove one first",
+                                params: ["limit": .int(DeviceStore.maxPerUser)])
+            }
+            return device
+        }
+        return .json(device)
+    }
+
+    static func delete(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
+        guard try context.services.database.withConnection({ try DeviceStore().remove(app: context.app, uid: uid, id: id, on: $0) }) else {
+            throw notFound
+        }
+        return .noContent()
+    }
+}
