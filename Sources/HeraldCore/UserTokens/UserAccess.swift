@@ -32,8 +32,8 @@ public struct UserRateLimit: Sendable, Equatable {
                 }
                 guard let rate, rate >= Self.minPerSecond, rate <= Self.maxPerSecond else {
                     throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "\(field).perSecond must be a number from 0.001 to 100000",
-                                    params: ["field": .string(field + ".perSecond"), "min": .double(Self.minPerSecond),
-                                             "max": .int(Int(Self.maxPerSecond))])
+                                    // No `min`: SPEC §3's params.min is an integer (the message says 0.001).
+                                    params: ["field": .string(field + ".perSecond"), "max": .int(Int(Self.maxPerSecond))])
                 }
                 perSecond = rate
             case "burst":
