@@ -1,33 +1,22 @@
 import JSON
 import Postgres
 
-/// A device as the API shows it (SPEC §13.1).
+/// A device as the API shows it (SPEC §13.1): where to push, and when it was registered.
 struct Device: Sendable, JSONWritable {
-    let id: String
-    let platform: String
-    let token: String
-    let topic: String?
-    let sandbox: Bool
+    let target: Target
     let createdAt: Int64
     let updatedAt: Int64
 
     init(row: PostgresRow) throws {
-        id = try row.decode("id")
-        platform = try row.decode("platform")
-        token = try row.decode("token")
-        topic = try row.decode("topic")
-        sandbox = try row.decode("sandbox")
+        target = Target(id: try row.decode("id"), platform: try row.decode("platform"), token: try row.decode("token"),
+                        topic: try row.decode("topic"), sandbox: try row.decode("sandbox"))
         createdAt = try row.decode("created_at")
         updatedAt = try row.decode("updated_at")
     }
 
     func write(to writer: inout JSONWriter) {
         writer.object { device in
-            device.field("id", id)
-            device.field("platform", platform)
-            device.field("token", token)
-            device.field("topic", topic)
-            device.field("sandbox", sandbox)
+            target.writeFields(to: &device)
             device.field("createdAt", createdAt)
             device.field("updatedAt", updatedAt)
         }
@@ -42,13 +31,15 @@ struct Device: Sendable, JSONWritable {
         let sandbox: Bool
 
         func write(to writer: inout JSONWriter) {
-            writer.object { device in
-                device.field("id", id)
-                device.field("platform", platform)
-                device.field("token", token)
-                device.field("topic", topic)
-                device.field("sandbox", sandbox)
-            }
+            writer.object { writeFields(to: &$0) }
+        }
+
+        func writeFields(to device: inout JSONWriter) {
+            device.field("id", id)
+            device.field("platform", platform)
+            device.field("token", token)
+            device.field("topic", topic)
+            device.field("sandbox", sandbox)
         }
     }
 }
