@@ -2,17 +2,32 @@ import FoundationEssentials
 import JSON
 
 extension Request {
+    /// The body as a JSON value, read by the one parser every route uses; not JSON → 400.
+    public func jsonBody() throws(HTTPError) -> JSONValue {
+        do {
+            return try JSONParser.parse(body)
+        } catch {
+            throw HTTPError.invalidJSON(error)
+        }
+    }
+
+    /// The body as a JSON object (an empty body is `{}`); with `fields`, a key outside them is
+    /// a 400 naming it, so a misspelt field is not silently ignored.
+    public func jsonObject(fields: Set<String>? = nil) throws(HTTPError) -> [String: JSONValue] {
+        if body.isEmpty { return [:] }
+        guard case .object(let object) = try jsonBody() else { throw HTTPError.badRequest("body must be a JSON object") }
+        if let fields, let unknown = object.keys.sorted().first(where: { !fields.contains($0) }) {
+            throw HTTPError.badRequest("\(unknown) is not a field of this body (\(fields.sorted().joined(separator: ", ")))", field: unknown)
+        }
+        return object
+    }
+
     /// Decodes the body as JSON into `T`; a problem becomes `400 ERR_BAD_REQUEST` whose
     /// `params.field` is the dotted path of the offending input (`jobs[0].attempt`).
     public func decodeJSON<T: Decodable>(_ type: T.Type = T.self) throws(HTTPError) -> T {
         // The same reader and rules as every other route first (duplicate keys, invalid UTF-8,
         // nesting), then the typed decoding.
-        let document: JSONValue
-        do {
-            document = try JSONParser.parse(body)
-        } catch {
-            throw HTTPError.invalidJSON(error)
-        }
+        let document = try jsonBody()
         // Foundation's decoder reads an integer beyond 64 bits as a Double, losing digits: such
         // integers reach it as their decimal strings (an id field takes either; SPEC §1).
         let bytes = document.hasBigInteger ? Array(document.bigIntegersAsStrings.jsonText.utf8) : body

@@ -34,6 +34,26 @@ struct Device: Sendable, JSONWritable {
             writer.object { writeFields(to: &$0) }
         }
 
+        /// A select-list expression: the devices of job `j`'s recipient as a JSON array (read in
+        /// the job's own statement, an index probe per job, rather than by a statement of its own).
+        static let recipientDevices = """
+            (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
+               FROM devices d WHERE d.app = j.app AND d.uid = j.recipient)
+            """
+
+        /// The targets of `recipientDevices`' text (nil: no device).
+        static func list(json: String?) throws -> [Target] {
+            guard let json else { return [] }
+            guard case .array(let rows) = try JSONParser.parse(Array(json.utf8)) else { return [] }
+            return rows.compactMap { row in
+                guard case .array(let fields) = row, fields.count == 5, case .string(let id) = fields[0],
+                      case .string(let platform) = fields[1], case .string(let token) = fields[2],
+                      case .bool(let sandbox) = fields[4] else { return nil }
+                let topic: String? = if case .string(let text) = fields[3] { text } else { nil }
+                return Target(id: id, platform: platform, token: token, topic: topic, sandbox: sandbox)
+            }
+        }
+
         func writeFields(to device: inout JSONWriter) {
             device.field("id", id)
             device.field("platform", platform)
@@ -96,20 +116,5 @@ struct DeviceStore: Sendable {
             DELETE FROM devices d USING unnest($2::text[], $3::text[]) AS x(uid, id)
              WHERE d.app = $1 AND d.uid = x.uid AND d.id = x.id
             """, [app, pairs.map(\.uid), pairs.map(\.id)])
-    }
-
-    /// The devices of `uids` now, by uid: what claimed jobs carry (one indexed read per claim).
-    func targets(app: String, uids: [String], on connection: PostgresConnection) throws -> [String: [Device.Target]] {
-        guard !uids.isEmpty else { return [:] }
-        var targets: [String: [Device.Target]] = [:]
-        for row in try connection.query("""
-            SELECT uid, id, platform, token, topic, sandbox FROM devices
-             WHERE app = $1 AND uid = ANY ($2::text[]) ORDER BY uid, created_at, id
-            """, [app, Array(Set(uids))]) {
-            targets[try row.decode("uid"), default: []].append(Device.Target(
-                id: try row.decode("id"), platform: try row.decode("platform"), token: try row.decode("token"),
-                topic: try row.decode("topic"), sandbox: try row.decode("sandbox")))
-        }
-        return targets
     }
 }

@@ -23,12 +23,7 @@ enum DevicesAPI {
     static func put(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
-        guard case .object(let body)? = try? JSONParser.parse(context.request.body) else {
-            throw HTTPError.badRequest("the body must be a JSON object", field: "")
-        }
-        if let unknown = body.keys.sorted().first(where: { !["platform", "token", "topic", "sandbox"].contains($0) }) {
-            throw HTTPError.badRequest("\(unknown) is not a field of a device", field: unknown)
-        }
+        let body = try context.request.jsonObject(fields: ["platform", "token", "topic", "sandbox"])
         guard case .string(let platform)? = body["platform"], platforms.contains(platform) else {
             throw HTTPError.badRequest("platform must be apns, fcm, webpush or webhook", field: "platform")
         }

@@ -55,6 +55,7 @@ public struct RequestPipeline: Sendable {
             }
         case .found(let route, let matched, let parameters):
             pattern = matched
+            var corsOrigin: String?
             do {
                 try Self.checkPathEncoding(request, pattern: matched)
                 principal = try authenticator.authenticate(request, access: route.access)
@@ -64,11 +65,15 @@ public struct RequestPipeline: Sendable {
                 if let uid = principal.uid { parameters[UserRoutes.uidParameter] = uid }
                 let context = RequestContext(request: request, parameters: parameters, principal: principal,
                                              services: services)
+                corsOrigin = principal.corsOrigin
                 response = try route.handler(context)
+            } catch let refusal as Authenticator.UserRefusal {
+                corsOrigin = refusal.corsOrigin
+                response = refusal.error.response
             } catch {
                 response = errorResponse(error, request: request, pattern: pattern)
             }
-            if UserRoutes.isMirror(matched) { UserRoutes.addCORSHeaders(&response, principal: principal) }
+            if UserRoutes.isMirror(matched) { UserRoutes.addCORSHeaders(&response, origin: corsOrigin) }
         }
         if response.isDeferred, let deferral = request.deferral {
             // Logged when the answer is sent.

@@ -18,8 +18,8 @@ struct JobPayload {
     var eventID: String
     var eventType: String
     var reason: String
-    /// The recipient's devices at claim time (SPEC §13.1), filled in by the claim.
-    var devices: [Device.Target] = []
+    /// The recipient's devices when the job is read: at claim time (SPEC §13.1).
+    var devices: [Device.Target]
     var privacy: Bool
     var badge: Int
     var messageID: String
@@ -38,7 +38,8 @@ struct JobPayload {
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
         j.reason, j.privacy, j.badge, j.message_id, m.conversation_id, m.receiver_type, m.group_id, m.sender, m.sent_at,
-        m.parent_id, coalesce(m.text, '') AS text, j.last_error
+        m.parent_id, coalesce(m.text, '') AS text, j.last_error,
+        \(Device.Target.recipientDevices) AS devices
         """
 
     init(row: PostgresRow) throws {
@@ -62,6 +63,7 @@ struct JobPayload {
         parentID = try row.decode("parent_id")
         text = try row.decode("text")
         lastError = try row.decode("last_error")
+        devices = try Device.Target.list(json: try row.decode("devices"))
     }
 
     /// Title and body from the default or the privacy template.

@@ -15,18 +15,6 @@ enum JobsAPI {
         router.add("POST", "/v1/jobs/dead/requeue", Route(access: .worker, accepts: Route.json, handler: requeue))
     }
 
-    static func body(_ request: Request) throws(HTTPError) -> [String: JSONValue] {
-        if request.body.isEmpty { return [:] }
-        let document: JSONValue
-        do {
-            document = try JSONParser.parse(request.body)
-        } catch {
-            throw HTTPError.invalidJSON(error)
-        }
-        guard case .object(let object) = document else { throw HTTPError.badRequest("body must be a JSON object") }
-        return object
-    }
-
     static func integer(_ object: [String: JSONValue], _ key: String, default value: Int, range: ClosedRange<Int>) throws(HTTPError) -> Int {
         guard let item = object[key], item != .null else { return value }
         if case .bigInteger = item { throw HTTPError.invalidLimit(field: key, min: range.lowerBound, max: range.upperBound) }
@@ -48,7 +36,7 @@ enum JobsAPI {
     }
 
     static func claim(_ context: RequestContext) throws -> Response {
-        let object = try body(context.request)
+        let object = try context.request.jsonObject()
         let max = try integer(object, "max", default: 100, range: 1...1000)
         let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
         let wait = try integer(object, "waitSeconds", default: 0, range: 0...30)
@@ -89,21 +77,10 @@ enum JobsAPI {
                   FROM claimed j JOIN messages m ON m.app = j.app AND m.id = j.message_id
                  ORDER BY j.id
                 """, [app, max, leaseSeconds])
-            return try withDevices(try rows.map { try JobPayload(row: $0) }, app: app, on: connection)
+            return try rows.map { try JobPayload(row: $0) }
         }
         metrics.add(.jobsClaimed, jobs.count)
         return (jobs.count, .json(ClaimedJobs(jobs: jobs)))
-    }
-
-    /// The jobs with their recipients' devices as they are now (one read for all of them).
-    static func withDevices(_ jobs: [JobPayload], app: String, on connection: PostgresConnection) throws -> [JobPayload] {
-        guard !jobs.isEmpty else { return jobs }
-        let targets = try DeviceStore().targets(app: app, uids: jobs.map(\.recipient), on: connection)
-        return jobs.map { job in
-            var job = job
-            job.devices = targets[job.recipient] ?? []
-            return job
-        }
     }
 
     /// Reads `{"jobs": [{"id", "attempt", …}]}`.
@@ -123,7 +100,7 @@ enum JobsAPI {
     }
 
     static func ack(_ context: RequestContext) throws -> Response {
-        let items = try entries(try body(context.request))
+        let items = try entries(try context.request.jsonObject())
         // `invalidDevices`: the push service refused these devices' tokens (SPEC §13.1).
         var invalid: [Int64: [String]] = [:]
         for (index, item) in items.enumerated() {
@@ -160,7 +137,7 @@ enum JobsAPI {
     }
 
     static func fail(_ context: RequestContext) throws -> Response {
-        let items = try entries(try body(context.request))
+        let items = try entries(try context.request.jsonObject())
         var delays: [Int64] = []
         var dead: [Bool] = []
         var errors: [String] = []
@@ -244,14 +221,14 @@ enum JobsAPI {
                  WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])
-            return try withDevices(try rows.map { try JobPayload(row: $0) }, app: context.app, on: connection)
+            return try rows.map { try JobPayload(row: $0) }
         }
         let entries = jobs.map { (position: String($0.id), item: DeadJob(job: $0)) }
         return .json(list.page(entries, kind: "dead"))
     }
 
     static func requeue(_ context: RequestContext) throws -> Response {
-        guard case .array(let values)? = try body(context.request)["ids"] else {
+        guard case .array(let values)? = try context.request.jsonObject()["ids"] else {
             throw HTTPError.badRequest("ids must be an array of job ids", field: "ids")
         }
         guard values.count <= 1000 else { throw HTTPError.invalidLimit(field: "ids", min: 0, max: 1000) }

@@ -10,7 +10,7 @@ enum PreferencesAPI {
             return .json(settings.json)
         })
         router.add("PATCH", "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
-            let patch = try body(context.request)
+            let patch = try context.request.jsonBody()
             let settings = try context.services.database.withTransaction { connection -> AppSettings in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 var settings = try PreferenceStore().settings(app: context.app, on: connection)
@@ -45,7 +45,7 @@ enum PreferencesAPI {
         })
         router.add("PATCH", "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
-            let patch = try body(context.request)
+            let patch = try context.request.jsonBody()
             let view = try context.services.database.withTransaction { connection -> JSONValue in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':prefs:' || $2, 0))", [context.app, uid])
                 let store = PreferenceStore()
@@ -77,18 +77,10 @@ enum PreferencesAPI {
         router.add("DELETE", "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: false) })
     }
 
-    static func body(_ request: Request) throws(HTTPError) -> JSONValue {
-        do {
-            return try JSONParser.parse(request.body)
-        } catch {
-            throw HTTPError.invalidJSON(error)
-        }
-    }
-
     /// PUT adds or updates mutes; DELETE removes them. One invalid entry: 400, nothing saved.
     static func changeMutes(_ context: RequestContext, add: Bool) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
-        guard case .array(let entries)? = try body(context.request)["conversations"] else {
+        guard case .array(let entries)? = try context.request.jsonObject()["conversations"] else {
             throw PreferenceField.invalid("conversations must be an array", field: "conversations")
         }
         let now = currentTimeMilliseconds()

@@ -92,33 +92,38 @@ public struct Authenticator: Sendable {
         }
     }
 
+    /// A user token refused, with the request's origin when the token's app allows it: the
+    /// pipeline answers `error` with that origin's CORS headers, as it does the token's successes.
+    struct UserRefusal: Error {
+        let error: HTTPError
+        let corsOrigin: String?
+    }
+
     /// A user token: verified on every route (401 when refused), allowed only on the user routes
     /// (403 elsewhere), then held to the user's rate (429).
     private func authenticateUser(_ token: String, request: Request, access: Access) throws -> Principal {
-        let origin = request.header("origin")
+        func allowed(_ settings: UserAccessSettings?) -> String? {
+            request.header("origin").flatMap { settings?.corsOrigins.contains($0) == true ? $0 : nil }
+        }
         let verified: (grant: UserToken.Grant, access: UserAccessSettings)
         do {
             verified = try userTokens.verify(token, database: database)
         } catch let failure as UserTokenVerifier.Failure {
-            var error = Self.tokenRefused(failure.rejection)
-            if let origin, failure.access?.corsOrigins.contains(origin) == true { error.headers.merge(CORS.allow(origin)) { $1 } }
-            throw error
+            throw UserRefusal(error: Self.tokenRefused(failure.rejection), corsOrigin: allowed(failure.access))
         }
         let grant = verified.grant
-        let allowedOrigin = origin.flatMap { verified.access.corsOrigins.contains($0) ? $0 : nil }
+        let origin = allowed(verified.access)
         guard access == .user else { throw Self.userTokenElsewhere }
         if let app = request.header("x-app-id"), app != grant.app {
-            var error = Self.userTokenElsewhere
-            if let allowedOrigin { error.headers.merge(CORS.allow(allowedOrigin)) { $1 } }
-            throw error
+            throw UserRefusal(error: Self.userTokenElsewhere, corsOrigin: origin)
         }
         if let retryAfter = userLimiter.take(app: grant.app, uid: grant.uid, limit: verified.access.rateLimit) {
-            var error = HTTPError(status: 429, code: "ERR_OVERLOADED", message: "this user's request rate is over the app's userRateLimit; retry later",
-                                  headers: ["Retry-After": String(retryAfter)])
-            if let allowedOrigin { error.headers.merge(CORS.allow(allowedOrigin)) { $1 } }
-            throw error
+            throw UserRefusal(error: HTTPError(status: 429, code: "ERR_OVERLOADED",
+                                               message: "this user's request rate is over the app's userRateLimit; retry later",
+                                               headers: ["Retry-After": String(retryAfter)]),
+                              corsOrigin: origin)
         }
-        return Principal(kind: .user(uid: grant.uid, kid: grant.kid), app: grant.app, corsOrigin: allowedOrigin)
+        return Principal(kind: .user(uid: grant.uid, kid: grant.kid), app: grant.app, corsOrigin: origin)
     }
 
     /// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive.

@@ -10,22 +10,19 @@ enum TokenKeysAPI {
         router.add("DELETE", "/v1/settings/token-keys/{kid}", Route(access: .server, handler: delete))
     }
 
-    struct CreateBody: Decodable {
-        let alg: String
-        let publicKey: String?
-    }
-
     static func create(_ context: RequestContext) throws -> Response {
-        let body = try context.request.decodeJSON(CreateBody.self)
         // A misspelt field (`publickey`) must not make a key of another kind than meant.
-        if case .object(let fields)? = try? JSONParser.parse(context.request.body),
-           let unknown = fields.keys.sorted().first(where: { !["alg", "publicKey"].contains($0) }) {
-            throw HTTPError.badRequest("\(unknown) is not a field of a token key (alg, publicKey)", field: unknown)
-        }
-        guard let algorithm = UserToken.Algorithm(rawValue: body.alg) else {
+        let body = try context.request.jsonObject(fields: ["alg", "publicKey"])
+        guard case .string(let name)? = body["alg"], let algorithm = UserToken.Algorithm(rawValue: name) else {
             throw HTTPError.badRequest("alg must be HS256, RS256 or ES256", field: "alg")
         }
-        let publicKey = try checkedPublicKey(body.publicKey, algorithm: algorithm)
+        var pem: String?
+        switch body["publicKey"] {
+        case nil, .null?: pem = nil
+        case .string(let text)?: pem = text
+        default: throw HTTPError.badRequest("publicKey must be a PEM string", field: "publicKey")
+        }
+        let publicKey = try checkedPublicKey(pem, algorithm: algorithm)
         let store = TokenKeyStore()
         guard let created = try context.services.database.withTransaction({
             try store.create(app: context.app, algorithm: algorithm, publicKey: publicKey, on: $0)

@@ -29,8 +29,8 @@ enum UserRoutes {
     }
 
     /// A user route's answer varies with `Origin`; an allowed origin may read it.
-    static func addCORSHeaders(_ response: inout Response, principal: Principal) {
-        if let origin = principal.corsOrigin {
+    static func addCORSHeaders(_ response: inout Response, origin: String?) {
+        if let origin {
             for (name, value) in CORS.allow(origin).sorted(by: { $0.key < $1.key }) where name != "Vary" && response.header(name) == nil {
                 response.headers.append((name, value))
             }
