@@ -7,9 +7,10 @@ struct RoutingTests {
     enum Quiet: CaseIterable { case none, muted, dnd, outsideSchedule }
     enum Bypass: CaseIterable { case none, mentions, all }
 
-    static let messagesValues = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS"]
-    static let repliesValues = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_SUBSCRIBED_THREADS"]
-    static let quotedValues = ["DONT_SUBSCRIBE", "SUBSCRIBE_TO_ALL", "SUBSCRIBE_TO_MENTIONS", "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES"]
+    // Every case of the enums: a value added to one is in the table (and `expected` must know it).
+    static let messagesValues = MessagesPreference.allCases.map(\.rawValue)
+    static let repliesValues = RepliesPreference.allCases.map(\.rawValue)
+    static let quotedValues = QuotedRepliesPreference.allCases.map(\.rawValue)
 
     static func input(reply: Bool, type: Routing.ConversationType, messages: String = "SUBSCRIBE_TO_ALL",
                       replies: String = "SUBSCRIBE_TO_ALL", quoted: String = "SUBSCRIBE_TO_ALL",
@@ -113,7 +114,8 @@ struct RoutingTests {
                 }
             }
         }
-        #expect(checked == (3 + 4) * 4 * 3 * 3 * 2 * 4 * 3)
+        #expect(checked == (Self.messagesValues.count + Self.repliesValues.count) * Self.quotedValues.count * 3
+                    * Mention.allCases.count * 2 * Quiet.allCases.count * Bypass.allCases.count)
     }
 
     @Test("hand-checked cases", arguments: [

@@ -113,7 +113,7 @@ enum InboxAPI {
             """
         let rows = try context.services.database.withConnection { try $0.query(sql, parameters) }
         let totals = (threads: try rows.first?.decode("threads", as: Int.self) ?? 0, mentions: try rows.first?.decode("mentions", as: Int.self) ?? 0)
-        let items = try rows.filter { $0.values[4] != nil }.map {
+        let items = try rows.filter { try $0.decode("row", as: String?.self) != nil }.map {
             (activity: try $0.decode("activity", as: Int64.self), thread: try $0.decode("thread_id", as: String.self), json: try $0.decode("row", as: String.self))
         }
         let shown = items.prefix(list.limit)

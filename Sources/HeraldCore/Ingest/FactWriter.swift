@@ -288,7 +288,7 @@ struct FactWriter {
                   created.map(\.type), created.map(\.quotedMessageID), created.map(\.quotedSender), created.map(\.sendNotification),
                   created.map { createdEvents[Array($0.id.utf8)]!.source }, created.map { createdEvents[Array($0.id.utf8)]!.id },
                   created.map { createdEvents[Array($0.id.utf8)]!.type }])
-        let appliedIDs = Set(try applied.map { try $0.decode(0, as: String.self) })
+        let appliedIDs = Set(try applied.map { try $0.decode("id", as: String.self) })
         // A row that existed already (an edit or a deletion arrived first) was updated, not
         // inserted (xmax set): its versions may hold a later text than the creation's.
         let placeholders = try applied.filter { try $0.decode("updated", as: Bool.self) }.map { try $0.decode("id", as: String.self) }

@@ -63,6 +63,39 @@ struct LockSet: Sendable, Equatable {
     }
 }
 
+extension LockSet {
+    /// Runs `body` in a transaction holding the locks of what `resolve` finds (a message's thread
+    /// and group), resolved again once they are held: what they guard may have changed while
+    /// this waited (a parent found to be a reply moves its thread to the root, see
+    /// `herald_rehome`). If it moved, the transaction runs again holding both sets from the
+    /// start, all taken in one statement, in the one global order: never a lock taken after
+    /// another outside that order.
+    static func holding<T>(app: String, on connection: PostgresConnection,
+                           resolve: (PostgresConnection) throws -> (thread: String, locks: LockSet),
+                           _ body: (String, PostgresConnection) throws -> T) throws -> T {
+        var held = LockSet()
+        for attempt in 0..<3 {
+            do {
+                return try connection.withTransaction { connection in
+                    let (thread, locks) = try resolve(connection)
+                    var all = held
+                    all.formUnion(locks)
+                    try all.lock(app: app, on: connection)
+                    let again = try resolve(connection)
+                    if again.thread != thread, !all.missing(from: again.locks).isEmpty {
+                        all.formUnion(again.locks)
+                        throw NeedsLocks(locks: all, groups: false)
+                    }
+                    return try body(again.thread, connection)
+                }
+            } catch let needed as NeedsLocks where attempt < 2 {
+                held.formUnion(needed.locks)
+            }
+        }
+        throw PostgresError(code: .server, sqlState: "40001", message: "the thread kept moving while its locks were taken")
+    }
+}
+
 /// Raised inside an ingest transaction that finds it needs a lock it does not hold (a sender
 /// whose message turned out to be membership evidence under a shared group lock); the
 /// transaction is rolled back and run again with it.

@@ -65,40 +65,38 @@ public final class FanoutWorker: Sendable {
         var chunks = 0
         while !loop.isStopping {
             var produced = 0
-            let done = try database.withTransaction { connection -> Bool in
-                // Fencing: the chunk counts only if the task is still where this worker left it.
-                let current = try connection.query(
-                    "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
-                guard let state = current.first, try state.decode("done", as: Bool.self) == false,
-                      try state.decode("after_uid", as: String?.self) == after else { return true }
-                // Under the thread's lock, as ingest: a deletion cannot slip past this chunk.
-                // Read again once locked: the message may have moved to its root's thread meanwhile
-                // (herald_rehome), whose lock is then taken too.
-                var locked: String?
-                for _ in 0..<3 {
-                    guard let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection),
-                          thread != locked else { break }
+            // Under the thread's lock, as ingest: a deletion cannot slip past this chunk, and a
+            // message that moved to its root's thread meanwhile (herald_rehome) is worked under
+            // both threads' locks, taken together (LockSet.holding).
+            let done = try database.withConnection { connection in
+                try LockSet.holding(app: app, on: connection, resolve: { connection in
                     var locks = LockSet()
+                    guard let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection) else { return ("", locks) }
                     locks.thread(thread, group: group)
-                    try locks.lock(app: app, on: connection)
-                    locked = thread
+                    return (thread, locks)
+                }) { _, connection -> Bool in
+                    // Fencing: the chunk counts only if the task is still where this worker left it.
+                    let current = try connection.query(
+                        "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
+                    guard let state = current.first, try state.decode("done", as: Bool.self) == false,
+                          try state.decode("after_uid", as: String?.self) == after else { return true }
+                    guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
+                        try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
+                                             [app, taskID])
+                        return true // deleted meanwhile: nothing to notify
+                    }
+                    let settings = try PreferenceStore().settings(app: app, on: connection)
+                    let (last, count) = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                                                            after: after, limit: chunkSize, on: connection)
+                    try connection.query("""
+                        UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
+                                                lease_until = herald_now_ms() + $5::bigint * 1000, updated_at = herald_now_ms()
+                         WHERE app = $1 AND id = $2
+                        """, [app, taskID, last, last == nil, leaseSeconds])
+                    after = last ?? after
+                    produced = count
+                    return last == nil
                 }
-                guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
-                    try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
-                                         [app, taskID])
-                    return true // deleted meanwhile: nothing to notify
-                }
-                let settings = try PreferenceStore().settings(app: app, on: connection)
-                let (last, count) = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
-                                                        after: after, limit: chunkSize, on: connection)
-                try connection.query("""
-                    UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
-                                            lease_until = herald_now_ms() + $5::bigint * 1000, updated_at = herald_now_ms()
-                     WHERE app = $1 AND id = $2
-                    """, [app, taskID, last, last == nil, leaseSeconds])
-                after = last ?? after
-                produced = count
-                return last == nil
             }
             metrics.add(.jobsProduced, produced)
             chunks += 1

@@ -48,31 +48,10 @@ struct SubscriptionStore: Sendable {
     }
 
     /// Runs `body` in a transaction holding the lock of the message's thread, re-checked under
-    /// the lock: a deletion may have landed meanwhile, or the thread moved to its root (a parent
-    /// found to be a reply, see `herald_rehome`). Then the transaction runs again holding both
-    /// threads' locks from the start, all taken in one statement, in the one global order.
+    /// the lock (a deletion may have landed, or the thread moved to its root): `LockSet.holding`.
     func inThread<T>(app: String, messageID: String, on connection: PostgresConnection,
                      _ body: (String, PostgresConnection) throws -> T) throws -> T {
-        var held = LockSet()
-        for attempt in 0..<3 {
-            do {
-                return try connection.withTransaction { connection in
-                    let (thread, locks) = try resolve(app: app, messageID: messageID, on: connection)
-                    var all = held
-                    all.formUnion(locks)
-                    try all.lock(app: app, on: connection)
-                    let again = try resolve(app: app, messageID: messageID, on: connection)
-                    if again.thread != thread, !all.missing(from: again.locks).isEmpty {
-                        all.formUnion(again.locks)
-                        throw NeedsLocks(locks: all, groups: false)
-                    }
-                    return try body(again.thread, connection)
-                }
-            } catch let needed as NeedsLocks where attempt < 2 {
-                held.formUnion(needed.locks)
-            }
-        }
-        throw HTTPError.unavailable()
+        try LockSet.holding(app: app, on: connection, resolve: { try resolve(app: app, messageID: messageID, on: $0) }, body)
     }
 
     /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
