@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // A lock that stays in user space under contention (glibc's pthread mutex).
         .target(name: "Locking", swiftSettings: strict),
@@ -29,9 +30,11 @@ let package = Package(
         .target(name: "CMicroHTTPDErrors", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("dl")]),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrors", "JSON", "Locking"], swiftSettings: strict),
         .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
+        // Outbound HTTP (built-in delivery): libcurl's multi interface.
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Locking"], swiftSettings: strict),
 
         // The domain, organised by capability.
-        .target(name: "HeraldCore", dependencies: ["JSON", "Postgres", "HTTPServer", "Secrets", "Locking"], swiftSettings: strict),
+        .target(name: "HeraldCore", dependencies: ["JSON", "Postgres", "HTTPServer", "HTTPClient", "Secrets", "Locking"], swiftSettings: strict),
 
         // The small executable: configuration, migrations, serve, CLI.
         .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),
@@ -42,7 +45,7 @@ let package = Package(
         // Pure tests: no database, no server (`swift test --filter HeraldUnitTests` runs anywhere).
         .testTarget(
             name: "HeraldUnitTests",
-            dependencies: ["HeraldCore", "HTTPServer", "JSON", "Secrets"],
+            dependencies: ["HeraldCore", "HTTPServer", "HTTPClient", "JSON", "Secrets"],
             swiftSettings: strict
         ),
         // What the tests that need PostgreSQL share: the environment (a server on an ephemeral port,

@@ -36,8 +36,9 @@ public final class HeraldServer: Sendable {
         let metrics = Metrics()
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
+        let delivery = DeliveryLoop(database: database, metrics: metrics, logger: logger)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
-                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, metrics: metrics,
+                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),
                                              openAPI: openAPI, console: console))
         let service = self.service
@@ -48,7 +49,7 @@ public final class HeraldServer: Sendable {
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
         // The workers first, then the listener; the long-poll waiter last, so that it is the
         // first stopped: its claims are answered before the listener drains.
-        components = [maintenance, fanout, service.services.inboxRefresher,
+        components = [maintenance, fanout, service.services.inboxRefresher, delivery,
                       Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds)), jobWaiter]
         for (index, component) in components.enumerated() {
             do {
@@ -83,6 +84,7 @@ extension FanoutWorker: Component {}
 extension JobWaiter: Component {}
 extension InboxRefresher: Component {}
 extension Maintenance: Component {}
+extension DeliveryLoop: Component {}
 
 /// The HTTP server as a component: stopping it stops accepting and drains the requests in flight.
 struct Listener: Component {

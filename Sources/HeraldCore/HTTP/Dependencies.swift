@@ -17,6 +17,8 @@ public struct Dependencies: Sendable {
     public let jobWaiter: JobWaiter
     /// Counters and histograms for `GET /metrics`.
     public let metrics: Metrics
+    /// Built-in delivery (SPEC §13.3); ingest wakes it, the settings routes refresh it.
+    public let delivery: DeliveryLoop
     /// Refreshes busy threads' inbox sort keys in the background; ingest wakes it.
     public let inboxRefresher: InboxRefresher
     /// Applies concurrent ingest requests on the same threads in one transaction.
@@ -27,7 +29,7 @@ public struct Dependencies: Sendable {
     public let console: ConsoleFiles
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
-                jobWaiter: JobWaiter, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument, console: ConsoleFiles) {
+                jobWaiter: JobWaiter, delivery: DeliveryLoop, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument, console: ConsoleFiles) {
         self.openAPI = openAPI
         self.console = console
         self.metrics = metrics
@@ -35,6 +37,7 @@ public struct Dependencies: Sendable {
         self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestMaxInFlight)
         self.fanout = fanout
         self.jobWaiter = jobWaiter
+        self.delivery = delivery
         self.configuration = configuration
         self.database = database
         self.logger = logger

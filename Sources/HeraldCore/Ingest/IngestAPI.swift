@@ -21,6 +21,7 @@ enum IngestAPI {
         if outcomes.contains(where: { $0.status == .accepted }) {
             services.fanout.wake()
             services.jobWaiter.wake()
+            services.delivery.wake()
             services.inboxRefresher.wake()
         }
         let result = IngestResult(outcomes: outcomes)

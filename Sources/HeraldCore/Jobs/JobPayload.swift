@@ -66,6 +66,9 @@ struct JobPayload {
         devices = try Device.Target.list(json: try row.decode("devices"))
     }
 
+    /// `message` (top-level) or `reply` (SPEC §9).
+    var kind: String { parentID == nil ? "message" : "reply" }
+
     /// Title and body from the default or the privacy template.
     var notification: (title: String, body: String) {
         if privacy {
@@ -97,7 +100,7 @@ struct JobPayload {
                 event.field("id", eventID)
                 event.field("type", eventType)
             } }
-            job.field("kind", parentID == nil ? "message" : "reply")
+            job.field("kind", kind)
             job.field("reason", reason)
             job.field("notification") { $0.object { notification in
                 notification.field("title", title)

@@ -4,7 +4,6 @@ import JSON
 
 /// SPEC §9: the jobs API for push senders (worker and server roles).
 enum JobsAPI {
-    static let maxAttempts = 8
 
     static func register(in router: inout Router<Route>) {
         router.add("POST", "/v1/jobs/claim", Route(access: .worker, accepts: Route.json, handler: claim))
@@ -53,32 +52,7 @@ enum JobsAPI {
     /// One claim: returns expired leases to the queue, then leases up to `max` ready jobs.
     static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool,
                           metrics: Metrics) throws -> (Int, Response) {
-        let jobs = try database.withTransaction { connection -> [JobPayload] in
-            try connection.query("""
-                UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
-                """, [app])
-            // The picked rows are updated through their ctid (a Tid Scan in every plan). A join
-            // on (app, id) was planned, depending on statistics, as a scan of every job of the
-            // app: as a generic plan's hash join, or, for an app newer than the last ANALYZE,
-            // through another index led by app. Either took seconds per claim once the table
-            // held a few hundred thousand jobs (W5 of make bench). The rows are locked by the
-            // subquery, so their ctids cannot change before the update.
-            let rows = try connection.query("""
-                WITH claimed AS (
-                    UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
-                                      lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
-                     WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM jobs
-                                                WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
-                                                ORDER BY available_at, id LIMIT $2
-                                                FOR UPDATE SKIP LOCKED))
-                    RETURNING j.*)
-                SELECT \(JobPayload.columns)
-                  FROM claimed j JOIN messages m ON m.app = j.app AND m.id = j.message_id
-                 ORDER BY j.id
-                """, [app, max, leaseSeconds])
-            return try rows.map { try JobPayload(row: $0) }
-        }
+        let jobs = try database.withTransaction { try JobQueue.claim(app: app, max: max, leaseSeconds: leaseSeconds, on: $0) }
         metrics.add(.jobsClaimed, jobs.count)
         return (jobs.count, .json(ClaimedJobs(jobs: jobs)))
     }
@@ -101,49 +75,34 @@ enum JobsAPI {
 
     static func ack(_ context: RequestContext) throws -> Response {
         let items = try entries(try context.request.jsonObject())
-        // `invalidDevices`: the push service refused these devices' tokens (SPEC §13.1).
-        var invalid: [Int64: [String]] = [:]
+        var acks: [JobQueue.Ack] = []
         for (index, item) in items.enumerated() {
-            guard let value = item.2["invalidDevices"], value != .null else { continue }
-            guard case .array(let ids) = value, ids.count <= DeviceStore.maxPerUser else {
-                throw HTTPError.badRequest("jobs[\(index)].invalidDevices must be a list of device ids", field: "jobs[\(index)].invalidDevices")
-            }
-            for (position, id) in ids.enumerated() {
-                guard case .string(let text) = id, Identifier.isValid(text) else {
-                    throw HTTPError.badRequest("jobs[\(index)].invalidDevices[\(position)] must be a device id",
-                                               field: "jobs[\(index)].invalidDevices[\(position)]")
+            var ack = JobQueue.Ack(id: item.0, attempt: item.1)
+            // `invalidDevices`: the push service refused these devices' tokens (SPEC §13.1).
+            if let value = item.2["invalidDevices"], value != .null {
+                guard case .array(let ids) = value, ids.count <= DeviceStore.maxPerUser else {
+                    throw HTTPError.badRequest("jobs[\(index)].invalidDevices must be a list of device ids", field: "jobs[\(index)].invalidDevices")
                 }
-                invalid[item.0, default: []].append(text)
+                for (position, id) in ids.enumerated() {
+                    guard case .string(let text) = id, Identifier.isValid(text) else {
+                        throw HTTPError.badRequest("jobs[\(index)].invalidDevices[\(position)] must be a device id",
+                                                   field: "jobs[\(index)].invalidDevices[\(position)]")
+                    }
+                    ack.invalidDevices.append(text)
+                }
             }
+            acks.append(ack)
         }
-        let rows = try context.services.database.withTransaction { connection in
-            let rows = try connection.query("""
-                UPDATE jobs j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
-                  FROM unnest($2::bigint[], $3::int[]) AS x(id, attempt)
-                 WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
-                RETURNING j.id, j.recipient
-                """, [context.app, items.map(\.0), items.map(\.1)])
-            // Only the jobs this ack acknowledged say whose devices they are.
-            var pairs: [(uid: String, id: String)] = []
-            for row in rows {
-                for device in invalid[try row.decode("id", as: Int64.self)] ?? [] { pairs.append((try row.decode("recipient"), device)) }
-            }
-            try DeviceStore().remove(app: context.app, pairs: pairs, on: connection)
-            return rows
-        }
-        let acked = Set(try rows.map { try $0.decode("id", as: Int64.self) })
+        let acked = try context.services.database.withTransaction { try JobQueue.ack(app: context.app, acks, on: $0) }
         context.services.metrics.add(.jobsAcked, acked.count)
         return .json(AckResult(acked: acked.count, stale: items.map(\.0).filter { !acked.contains($0) }))
     }
 
     static func fail(_ context: RequestContext) throws -> Response {
         let items = try entries(try context.request.jsonObject())
-        var delays: [Int64] = []
-        var dead: [Bool] = []
-        var errors: [String] = []
-        var generator = SystemRandomNumberGenerator()
+        var failures: [JobQueue.Failure] = []
         for (index, item) in items.enumerated() {
-            let (_, attempt, entry) = item
+            let (id, attempt, entry) = item
             var retryable = true
             if let value = entry["retryable"], value != .null {
                 guard case .bool(let flag) = value else {
@@ -151,42 +110,23 @@ enum JobsAPI {
                 }
                 retryable = flag
             }
-            var delay: Int64
+            var delay: Int64?
             if let value = entry["retryAfterSeconds"], value != .null {
                 guard case .int(let seconds) = value, (0...86_400).contains(seconds) else {
                     throw HTTPError.badRequest("jobs[\(index)].retryAfterSeconds must be 0-86400", field: "jobs[\(index)].retryAfterSeconds")
                 }
                 delay = Int64(seconds) * 1000
-            } else {
-                // Exponential backoff from 1 s, capped at 5 minutes, with "equal jitter".
-                let base = min(Int64(300_000), Int64(1000) << min(attempt - 1, 20))
-                delay = base / 2 + Int64.random(in: 0...(base / 2), using: &generator)
             }
-            delays.append(delay)
-            dead.append(!retryable || attempt >= maxAttempts)
             var message = ""
-            if case .string(let text)? = entry["error"] { message = String(text.prefix(2000)) }
-            errors.append(message.replacing("\u{0}", with: ""))
+            if case .string(let text)? = entry["error"] { message = text }
+            failures.append(JobQueue.Failure(id: id, attempt: attempt, error: message, retryable: retryable, retryAfterMs: delay))
         }
-        let rows = try context.services.database.withConnection { connection in
-            try connection.query("""
-                UPDATE jobs j SET state = CASE WHEN x.dead THEN 'dead' ELSE 'ready' END,
-                                  available_at = herald_now_ms() + x.delay, lease_until = NULL,
-                                  last_error = x.error, updated_at = herald_now_ms()
-                  FROM unnest($2::bigint[], $3::int[], $4::bigint[], $5::boolean[], $6::text[]) AS x(id, attempt, delay, dead, error)
-                 WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
-                RETURNING j.id, j.state
-                """, [context.app, items.map(\.0), items.map(\.1), delays, dead, errors])
-        }
-        var retrying = 0, deadCount = 0
-        var handled: Set<Int64> = []
-        for row in rows {
-            handled.insert(try row.decode(0, as: Int64.self))
-            if try row.decode(1, as: String.self) == "dead" { deadCount += 1 } else { retrying += 1 }
-        }
+        let states = try context.services.database.withConnection { try JobQueue.fail(app: context.app, failures, on: $0) }
+        let deadCount = states.values.filter { $0 == "dead" }.count
+        let retrying = states.count - deadCount
         context.services.metrics.add(.jobsRetried, retrying)
         context.services.metrics.add(.jobsDead, deadCount)
-        return .json(FailResult(dead: deadCount, retrying: retrying, stale: items.map(\.0).filter { !handled.contains($0) }))
+        return .json(FailResult(dead: deadCount, retrying: retrying, stale: items.map(\.0).filter { states[$0] == nil }))
     }
 
     /// The queue's counts over `jobs` rows in state ready, leased or dead: ready (including

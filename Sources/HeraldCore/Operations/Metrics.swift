@@ -33,7 +33,16 @@ public final class Metrics: Sendable {
         case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
     }
 
+    /// Built-in delivery (SPEC §13.3): attempts by outcome and status class, their durations,
+    /// and the requests in flight.
+    struct DeliveryStats {
+        var attempts: [String: Int] = [:]   // "outcome|status"
+        var duration = RouteStats()
+        var inFlight = 0
+    }
+
     private let routes = Lock<[RouteKey: RouteStats]>([:])
+    private let delivery = Lock(DeliveryStats())
     private let counters = Lock<[Int]>(Array(repeating: 0, count: Counter.allCases.count))
     private let startedAt = currentTimeMilliseconds()
 
@@ -41,11 +50,7 @@ public final class Metrics: Sendable {
 
     /// Records one answered request.
     public func observe(method: String, route: String, status: Int, seconds: Double) {
-        var bucket = Self.bucketBounds.count
-        for (index, bound) in Self.bucketBounds.enumerated() where seconds <= bound {
-            bucket = index
-            break
-        }
+        let bucket = Self.bucket(seconds)
         routes.withLock { routes in
             routes[RouteKey(method: method, route: route), default: RouteStats()].record(status: status, bucket: bucket, seconds: seconds)
         }
@@ -55,6 +60,33 @@ public final class Metrics: Sendable {
     public func add(_ counter: Counter, _ amount: Int) {
         guard amount != 0 else { return }
         counters.withLock { $0[counter.rawValue] += amount }
+    }
+
+    func deliveryStarted() { delivery.withLock { $0.inFlight += 1 } }
+
+    func deliveryFinished(seconds: Double) {
+        let bucket = Self.bucket(seconds)
+        delivery.withLock { stats in
+            stats.inFlight -= 1
+            stats.duration.buckets[bucket] += 1
+            stats.duration.sum += seconds
+            stats.duration.count += 1
+        }
+    }
+
+    func deliveryAttempt(outcome: DeliveryRequest.Outcome, status: String) {
+        let name = switch outcome {
+        case .delivered: "delivered"
+        case .retry: "retry"
+        case .dead: "dead"
+        case .notSent: "not_sent"
+        }
+        delivery.withLock { $0.attempts[name + "|" + status, default: 0] += 1 }
+    }
+
+    static func bucket(_ seconds: Double) -> Int {
+        for (index, bound) in bucketBounds.enumerated() where seconds <= bound { return index }
+        return bucketBounds.count
     }
 
     /// The value of a counter.
@@ -128,6 +160,26 @@ public final class Metrics: Sendable {
         out += "herald_jobs_failed_total{outcome=\"dead\"} \(value(.jobsDead))\n"
         header(&out, "herald_jobs_requeued_total", "counter", "Dead jobs put back in the queue.")
         out += "herald_jobs_requeued_total \(value(.jobsRequeued))\n"
+
+        let deliveryStats = delivery.withLock { $0 }
+        header(&out, "herald_delivery_attempts_total", "counter",
+               "Built-in delivery requests, by outcome (delivered, retry, dead) and status class (2xx…5xx, timeout, error).")
+        for key in deliveryStats.attempts.keys.sorted() {
+            let parts = key.split(separator: "|")
+            out += "herald_delivery_attempts_total{outcome=\"\(parts[0])\",status=\"\(parts[1])\"} \(deliveryStats.attempts[key]!)\n"
+        }
+        header(&out, "herald_delivery_duration_seconds", "histogram", "Time from a delivery request's start to its answer or failure.")
+        var cumulative = 0
+        for (index, bound) in Self.bucketBounds.enumerated() {
+            cumulative += deliveryStats.duration.buckets[index]
+            out += "herald_delivery_duration_seconds_bucket{le=\"\(Self.format(bound))\"} \(cumulative)\n"
+        }
+        cumulative += deliveryStats.duration.buckets[Self.bucketBounds.count]
+        out += "herald_delivery_duration_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
+        out += "herald_delivery_duration_seconds_sum \(Self.format(deliveryStats.duration.sum))\n"
+        out += "herald_delivery_duration_seconds_count \(deliveryStats.duration.count)\n"
+        header(&out, "herald_delivery_in_flight", "gauge", "Built-in delivery requests in flight now.")
+        out += "herald_delivery_in_flight \(deliveryStats.inFlight)\n"
 
         let queue = Self.readQueue(database)
         header(&out, "herald_database_up", "gauge", "1 when the database answered this scrape's queue query.")

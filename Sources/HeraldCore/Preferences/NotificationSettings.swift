@@ -25,6 +25,8 @@ public struct AppSettings: Sendable, Equatable {
     public var corsOrigins: [String] = []
     /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
     public var userRateLimit = UserRateLimit.default
+    /// Who sends the app's jobs: push senders that claim them, or Herald itself (SPEC §13.3).
+    public var delivery = DeliverySettings()
 
     /// The built-in defaults: the values of SPEC §7.1, every field overridable.
     public static let defaults = AppSettings(entries: Dictionary(uniqueKeysWithValues: PreferenceField.all.map {
@@ -55,13 +57,14 @@ public struct AppSettings: Sendable, Equatable {
         root["maxEventAgeSeconds"] = .int(maxEventAgeSeconds)
         root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
         root["userRateLimit"] = userRateLimit.json
+        root["delivery"] = delivery.json
         return .object(root)
     }
 
     /// Reads stored settings (written by `json`); unknown or damaged parts fall back to defaults.
     public init(stored: JSONValue) {
         self = .defaults
-        try? apply(patch: stored)
+        try? apply(patch: stored, stored: true)
     }
 
     init(entries: [String: Entry]) {
@@ -69,7 +72,8 @@ public struct AppSettings: Sendable, Equatable {
     }
 
     /// Merges a PATCH body; any invalid part throws `400 ERR_INVALID_PREFERENCE` and changes nothing.
-    public mutating func apply(patch: JSONValue) throws(HTTPError) {
+    /// `stored`: the patch is the stored document, which also holds what only Herald writes.
+    public mutating func apply(patch: JSONValue, stored: Bool = false) throws(HTTPError) {
         guard case .object(let root) = patch else {
             throw PreferenceField.invalid("the body must be an object", field: "")
         }
@@ -100,6 +104,8 @@ public struct AppSettings: Sendable, Equatable {
                 next.corsOrigins = try CORS.validate(value, field: key)
             case "userRateLimit":
                 try next.userRateLimit.apply(patch: value, field: key)
+            case "delivery":
+                try next.delivery.apply(patch: value, field: key, stored: stored)
             default:
                 try PreferenceTree.walk(key: key, value: value) { path, field, input throws(HTTPError) in
                     guard case .object(let object) = input else {

@@ -11,18 +11,49 @@ enum PreferencesAPI {
         })
         router.add("PATCH", "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
             let patch = try context.request.jsonBody()
-            let settings = try context.services.database.withTransaction { connection -> AppSettings in
+            let (settings, secret) = try context.services.database.withTransaction { connection -> (AppSettings, WebhookSecret?) in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 var settings = try PreferenceStore().settings(app: context.app, on: connection)
                 try settings.apply(patch: patch)
+                // The first push mode makes the signing secret, shown once, in this answer (SPEC §13.3).
+                var secret: WebhookSecret?
+                if settings.delivery.mode != .pull, !settings.delivery.secretSet {
+                    secret = try DeliverySecretStore().rotate(app: context.app, on: connection)
+                    settings.delivery.secretSet = true
+                }
                 try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
-                return settings
+                return (settings, secret)
             }
-            return .json(settings.json)
+            context.services.delivery.refresh()
+            guard let secret, case .object(var root) = settings.json, case .object(var delivery)? = root["delivery"] else {
+                return .json(settings.json)
+            }
+            delivery["secret"] = .string(secret.text)
+            root["delivery"] = .object(delivery)
+            return .json(JSONValue.object(root))
         })
         router.add("DELETE", "/v1/settings/notifications", Route(access: .server) { context in
-            try context.services.database.withConnection { try PreferenceStore().saveSettings(nil, app: context.app, on: $0) }
+            try context.services.database.withTransaction { connection in
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
+                try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
+                try DeliverySecretStore().removeAll(app: context.app, on: connection)
+            }
+            context.services.delivery.refresh()
             return .json(AppSettings.defaults.json)
+        })
+        router.add("POST", "/v1/settings/delivery/rotate-secret", Route(access: .server) { context in
+            let secret = try context.services.database.withTransaction { connection -> WebhookSecret in
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
+                var settings = try PreferenceStore().settings(app: context.app, on: connection)
+                let secret = try DeliverySecretStore().rotate(app: context.app, on: connection)
+                if !settings.delivery.secretSet {
+                    settings.delivery.secretSet = true
+                    try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
+                }
+                return secret
+            }
+            context.services.delivery.refresh()
+            return .json(JSONValue.object(["secret": .string(secret.text)]))
         })
 
         router.add("GET", "/v1/users/{uid}/preferences", Route(access: .server) { context in

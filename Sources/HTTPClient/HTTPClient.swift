@@ -1,0 +1,287 @@
+import CCurl
+import Glibc
+import Locking
+
+/// One outbound HTTP POST.
+public struct OutboundRequest: Sendable {
+    public var url: String
+    /// `Name: value` lines, sent as given.
+    public var headers: [String]
+    public var body: [UInt8]
+    /// The whole exchange (connect, send, answer) must end within this time.
+    public var timeoutMs: Int
+    /// Requests of one group share that group's concurrency limit (an app's `concurrency`).
+    public var group: Int
+
+    public init(url: String, headers: [String], body: [UInt8], timeoutMs: Int, group: Int = 0) {
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeoutMs = timeoutMs
+        self.group = group
+    }
+}
+
+/// What came back: a status, or why there was none.
+public struct OutboundResponse: Sendable {
+    public enum Failure: Sendable, Equatable {
+        /// No complete answer within the request's timeout.
+        case timeout
+        /// The connection could not be made (refused, unreachable, the name did not resolve).
+        case connect(String)
+        /// Anything else: TLS verification, a broken connection, a malformed answer.
+        case other(String)
+        /// Not sent: `perform`'s `shouldStart` said no before its turn came.
+        case notSent
+    }
+
+    /// The HTTP status; 0 when `failure` is set.
+    public var status: Int
+    /// The `Retry-After` header, as sent.
+    public var retryAfter: String?
+    /// The first `HTTPClient.maxBodyBytes` of the answer's body.
+    public var body: [UInt8]
+    public var failure: Failure?
+    /// From the start of the request to its end.
+    public var seconds: Double
+}
+
+/// An HTTP client over libcurl's multi interface: one thread drives many requests at once, over
+/// connections kept open between calls (libcurl's connection cache, shared by the multi handle).
+/// TLS peers are verified (libcurl's defaults, with the system's CA bundle); only http and https
+/// URLs are followed, and no redirect is.
+///
+/// This module holds every call into libcurl. `perform` runs under a lock: one batch at a time.
+public final class HTTPClient: @unchecked Sendable {
+    /// The part of an answer's body kept (a receiver's `{"invalidDevices": […]}`, a gorush log).
+    public static let maxBodyBytes = 1 << 20
+
+    public enum Progress {
+        case started(Int)
+        case finished(Int, OutboundResponse)
+    }
+
+    private final class State {
+        let multi: UnsafeMutableRawPointer
+        var idle: [UnsafeMutableRawPointer] = []
+        init(multi: UnsafeMutableRawPointer) { self.multi = multi }
+    }
+
+    /// One transfer in progress: what the callbacks write into, through `Unmanaged`.
+    private final class Transfer {
+        let index: Int
+        let group: Int
+        let started: UInt64
+        var body: [UInt8] = []
+        var retryAfter: String?
+        var headers: UnsafeMutablePointer<curl_slist>?
+        init(index: Int, group: Int) {
+            self.index = index
+            self.group = group
+            started = Self.now()
+        }
+        static func now() -> UInt64 {
+            var spec = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &spec)
+            return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
+        }
+    }
+
+    private static let initialized: Bool = curl_global_init(Int(CURL_GLOBAL_DEFAULT)) == CURLE_OK
+
+    private let state: Lock<State>
+    private let userAgent: String
+
+    /// `maxConnections`: connections kept open for reuse, across every host.
+    public init(userAgent: String, maxConnections: Int = 256) {
+        _ = Self.initialized
+        let multi = curl_multi_init()!
+        _ = herald_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, maxConnections)
+        state = Lock(State(multi: multi))
+        self.userAgent = userAgent
+    }
+
+    deinit {
+        state.withLock { state in
+            for handle in state.idle { curl_easy_cleanup(handle) }
+            curl_multi_cleanup(state.multi)
+        }
+    }
+
+    /// Sends every request, at most `limit(group)` of a group at a time, starting them in order
+    /// within a group; returns the answers in the requests' order. `progress` hears each start
+    /// and end, on the calling thread. Once `shouldStart` says no, requests not started yet are
+    /// answered `.notSent` (those in flight finish).
+    public func perform(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool = { true },
+                        progress: (Progress) -> Void = { _ in }) -> [OutboundResponse] {
+        state.withLock { state in run(requests, limit: limit, shouldStart: shouldStart, progress: progress, state: state) }
+    }
+
+    private func run(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool, progress: (Progress) -> Void,
+                     state: State) -> [OutboundResponse] {
+        var results = [OutboundResponse?](repeating: nil, count: requests.count)
+        // Pending requests per group, in order; groups in the order they first appear.
+        var queues: [Int: [Int]] = [:]
+        var groups: [Int] = []
+        for (index, request) in requests.enumerated() {
+            if queues[request.group] == nil { groups.append(request.group) }
+            queues[request.group, default: []].append(index)
+        }
+        var heads = [Int: Int]()
+        var running = [Int: Int]()
+        var active: [UnsafeMutableRawPointer: Transfer] = [:]
+        var remaining = requests.count
+
+        func fill() {
+            guard shouldStart() else {
+                // the rest stays unsent
+                for group in groups {
+                    let queue = queues[group]!
+                    for index in queue[(heads[group] ?? 0)...] {
+                        results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: .notSent, seconds: 0)
+                        remaining -= 1
+                    }
+                    heads[group] = queue.count
+                }
+                return
+            }
+            for group in groups {
+                let queue = queues[group]!
+                var head = heads[group] ?? 0
+                while head < queue.count, running[group, default: 0] < max(1, limit(group)) {
+                    let index = queue[head]
+                    head += 1
+                    let transfer = Transfer(index: index, group: group)
+                    let handle = state.idle.popLast() ?? curl_easy_init()!
+                    if let failure = configure(handle, requests[index], transfer) {
+                        results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: failure, seconds: 0)
+                        remaining -= 1
+                        release(handle, transfer, state: state, removeFromMulti: false)
+                        continue
+                    }
+                    curl_multi_add_handle(state.multi, handle)
+                    active[handle] = transfer
+                    running[group, default: 0] += 1
+                    progress(.started(index))
+                }
+                heads[group] = head
+            }
+        }
+
+        fill()
+        while remaining > 0 {
+            var stillRunning: Int32 = 0
+            curl_multi_perform(state.multi, &stillRunning)
+            var left: Int32 = 0
+            var finishedAny = false
+            while let message = curl_multi_info_read(state.multi, &left) {
+                var easy: UnsafeMutableRawPointer?
+                var code = CURLE_OK
+                guard herald_curl_done(message, &easy, &code) != 0, let handle = easy, let transfer = active.removeValue(forKey: handle) else {
+                    continue
+                }
+                let response = finish(handle, transfer, code: code)
+                results[transfer.index] = response
+                remaining -= 1
+                running[transfer.group, default: 1] -= 1
+                release(handle, transfer, state: state, removeFromMulti: true)
+                progress(.finished(transfer.index, response))
+                finishedAny = true
+            }
+            if finishedAny { fill() }
+            if remaining > 0, !finishedAny {
+                var events: Int32 = 0
+                curl_multi_poll(state.multi, nil, 0, 100, &events)
+            }
+        }
+        return results.map { $0! }
+    }
+
+    /// Sets a handle up for one request; a failure here (a malformed URL) is the request's answer.
+    private func configure(_ handle: UnsafeMutableRawPointer, _ request: OutboundRequest, _ transfer: Transfer) -> OutboundResponse.Failure? {
+        curl_easy_reset(handle)
+        var headers: UnsafeMutablePointer<curl_slist>?
+        // No `Expect: 100-continue` round trip before larger bodies.
+        for line in request.headers + ["Expect:", "Content-Type: application/json"] {
+            headers = curl_slist_append(headers, line)
+        }
+        transfer.headers = headers
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        var code = herald_curl_set_pointer(handle, CURLOPT_URL, request.url)
+        guard code == CURLE_OK else { return .other("the URL is not valid") }
+        code = herald_curl_set_pointer(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = herald_curl_set_pointer(handle, CURLOPT_USERAGENT, userAgent)
+        _ = herald_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
+        _ = herald_curl_set_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
+        _ = herald_curl_set_long(handle, CURLOPT_TIMEOUT_MS, max(1, request.timeoutMs))
+        _ = herald_curl_set_long(handle, CURLOPT_CONNECTTIMEOUT_MS, max(1, request.timeoutMs))
+        _ = herald_curl_set_long(handle, CURLOPT_POST, 1)
+        _ = herald_curl_set_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(request.body.count))
+        request.body.withUnsafeBytes { bytes in
+            // copied by libcurl: the bytes need not outlive this call
+            _ = herald_curl_set_pointer(handle, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1))
+        }
+        _ = herald_curl_set_pointer(handle, CURLOPT_HTTPHEADER, UnsafeRawPointer(headers))
+        _ = herald_curl_set_callback(handle, CURLOPT_WRITEFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            let length = size * count
+            let room = HTTPClient.maxBodyBytes - transfer.body.count
+            if room > 0, let data {
+                data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+                    transfer.body.append(contentsOf: UnsafeBufferPointer(start: bytes, count: min(room, length)))
+                }
+            }
+            return length
+        }
+        _ = herald_curl_set_pointer(handle, CURLOPT_WRITEDATA, context)
+        _ = herald_curl_set_callback(handle, CURLOPT_HEADERFUNCTION) { data, size, count, context in
+            let transfer = Unmanaged<Transfer>.fromOpaque(context!).takeUnretainedValue()
+            let length = size * count
+            guard let data else { return length }
+            let line = data.withMemoryRebound(to: UInt8.self, capacity: length) { bytes in
+                String(decoding: UnsafeBufferPointer(start: bytes, count: length), as: UTF8.self)
+            }
+            if line.hasPrefix("HTTP/") {
+                transfer.retryAfter = nil   // a new answer (after a 1xx): its own headers
+            } else if let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "retry-after" {
+                transfer.retryAfter = String(line[line.index(after: colon)...].trimmingWhitespace())
+            }
+            return length
+        }
+        _ = herald_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
+        return code == CURLE_OK ? nil : .other("the URL's scheme is not http or https")
+    }
+
+    private func finish(_ handle: UnsafeMutableRawPointer, _ transfer: Transfer, code: CURLcode) -> OutboundResponse {
+        let seconds = Double(Transfer.now() - transfer.started) / 1e9
+        guard code == CURLE_OK else {
+            let message = String(cString: curl_easy_strerror(code))
+            let failure: OutboundResponse.Failure = switch code {
+            case CURLE_OPERATION_TIMEDOUT: .timeout
+            case CURLE_COULDNT_CONNECT, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: .connect(message)
+            default: .other(message)
+            }
+            return OutboundResponse(status: 0, retryAfter: nil, body: [], failure: failure, seconds: seconds)
+        }
+        var status = 0
+        _ = herald_curl_get_long(handle, CURLINFO_RESPONSE_CODE, &status)
+        return OutboundResponse(status: status, retryAfter: transfer.retryAfter, body: transfer.body, failure: nil, seconds: seconds)
+    }
+
+    private func release(_ handle: UnsafeMutableRawPointer, _ transfer: Transfer, state: State, removeFromMulti: Bool) {
+        if removeFromMulti { curl_multi_remove_handle(state.multi, handle) }
+        curl_slist_free_all(transfer.headers)
+        transfer.headers = nil
+        state.idle.append(handle)
+    }
+}
+
+extension Substring {
+    func trimmingWhitespace() -> Substring {
+        var text = self
+        while let first = text.first, first == " " || first == "\t" { text.removeFirst() }
+        // "\r\n" is one Character (one grapheme cluster), so it is named as well.
+        while let last = text.last, last == " " || last == "\t" || last == "\r" || last == "\n" || last == "\r\n" { text.removeLast() }
+        return text
+    }
+}

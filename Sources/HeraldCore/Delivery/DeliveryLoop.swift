@@ -1,0 +1,190 @@
+import HTTPClient
+import JSON
+import Postgres
+import Synchronization
+
+/// Built-in delivery (SPEC §13.3): each instance keeps one deliverer per app whose `delivery`
+/// mode is `webhook` or `gorush`, found every 2 s (or when a settings route says the settings
+/// changed). Deliverers of several instances share an app's jobs through the queue's leases, so
+/// each job is sent by one of them at a time.
+public final class DeliveryLoop: Sendable {
+    let database: PostgresPool
+    let metrics: Metrics
+    let logger: Logger
+    private let loop = BackgroundLoop(label: "herald.delivery")
+    private let deliverers = Mutex<[String: AppDeliverer]>([:])
+
+    public init(database: PostgresPool, metrics: Metrics, logger: Logger) {
+        self.database = database
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    /// New jobs may exist: every deliverer looks now.
+    public func wake() {
+        for deliverer in deliverers.withLock({ Array($0.values) }) { deliverer.wake() }
+    }
+
+    /// An app's settings changed: read them now.
+    public func refresh() { loop.wake() }
+
+    public func start() {
+        loop.start(pass: { [self] in
+            do {
+                try reconcile()
+            } catch {
+                logger.warn("delivery: reading the apps that deliver failed", ["error": .string(String(describing: error))])
+            }
+            return .idle(seconds: 2)
+        }, drain: { [self] in
+            for deliverer in deliverers.withLock({ state in defer { state.removeAll() }; return Array(state.values) }) {
+                deliverer.stop()
+            }
+        })
+    }
+
+    public func stop() { loop.stop(timeout: 60) }
+
+    /// Starts a deliverer for each app that delivers, passes it its settings, and stops those
+    /// of apps that no longer do.
+    private func reconcile() throws {
+        let rows = try database.withConnection { connection in
+            try connection.query("""
+                SELECT app, (settings->'delivery')::text AS delivery FROM app_settings
+                 WHERE settings->'delivery'->>'mode' IN ('webhook', 'gorush')
+                """)
+        }
+        var wanted: [String: DeliverySettings] = [:]
+        for row in rows {
+            var settings = DeliverySettings()
+            guard let text = try row.decode("delivery", as: String?.self), let json = try? JSONParser.parse(Array(text.utf8)),
+                  (try? settings.apply(patch: json, field: "delivery", stored: true)) != nil, settings.mode != .pull else { continue }
+            wanted[try row.decode("app")] = settings
+        }
+        var stopped: [AppDeliverer] = []
+        var started: [AppDeliverer] = []
+        deliverers.withLock { current in
+            for (app, deliverer) in current where wanted[app] == nil {
+                stopped.append(deliverer)
+                current[app] = nil
+            }
+            for (app, settings) in wanted {
+                if let deliverer = current[app] {
+                    deliverer.update(settings)
+                } else {
+                    let deliverer = AppDeliverer(app: app, settings: settings, database: database, metrics: metrics, logger: logger)
+                    current[app] = deliverer
+                    started.append(deliverer)
+                }
+            }
+        }
+        for deliverer in stopped { deliverer.stop() }
+        for deliverer in started { deliverer.start() }
+    }
+}
+
+/// Delivers one app's jobs: claims a batch, sends it (`concurrency` requests at a time, in job
+/// order), and records every outcome in one transaction — acknowledged, retried after the
+/// receiver's `Retry-After` or the backoff, dead, or given back unsent when delivery stops.
+final class AppDeliverer: Sendable {
+    let app: String
+    let database: PostgresPool
+    let metrics: Metrics
+    let logger: Logger
+    private let settings: Mutex<DeliverySettings>
+    private let loop: BackgroundLoop
+    private let client = HTTPClient(userAgent: "Herald")
+
+    /// Jobs per claim: enough to keep `concurrency` requests busy between two claims.
+    static func batchSize(_ settings: DeliverySettings) -> Int { min(1000, settings.concurrency * 32) }
+
+    /// The lease covers sending the whole batch at the worst (every request times out).
+    static func leaseSeconds(_ settings: DeliverySettings) -> Int {
+        let rounds = (batchSize(settings) + settings.concurrency - 1) / settings.concurrency
+        return min(3600, (rounds * settings.timeoutMs + 999) / 1000 + 30)
+    }
+
+    init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger) {
+        self.app = app
+        self.database = database
+        self.metrics = metrics
+        self.logger = logger
+        self.settings = Mutex(settings)
+        loop = BackgroundLoop(label: "herald.delivery.app")
+    }
+
+    func update(_ next: DeliverySettings) { settings.withLock { $0 = next } }
+    func wake() { loop.wake() }
+    func start() { loop.start(pass: { [self] in pass() }) }
+    func stop() { loop.stop(timeout: 60) }
+
+    private func pass() -> BackgroundLoop.Next {
+        let settings = settings.withLock { $0 }
+        let batch = Self.batchSize(settings)
+        do {
+            let (jobs, secrets) = try database.withTransaction { connection in
+                (try JobQueue.claim(app: app, max: batch, leaseSeconds: Self.leaseSeconds(settings), on: connection),
+                 try DeliverySecretStore().live(app: app, on: connection))
+            }
+            guard !jobs.isEmpty else { return .idle(seconds: 0.25) }
+            metrics.add(.jobsClaimed, jobs.count)
+            try deliver(jobs, settings: settings, secrets: secrets)
+            return jobs.count == batch ? .again : .idle(seconds: 0.25)
+        } catch {
+            logger.warn("delivery: a pass failed", ["error": .string(String(describing: error))])
+            return .idle(seconds: 1)
+        }
+    }
+
+    private func deliver(_ jobs: [JobPayload], settings: DeliverySettings, secrets: [WebhookSecret]) throws {
+        let now = currentTimeMilliseconds()
+        var requests: [OutboundRequest] = []
+        var sent: [Int] = []   // index of the job each request is for
+        var outcomes = [DeliveryRequest.Outcome?](repeating: nil, count: jobs.count)
+        for (index, job) in jobs.enumerated() {
+            if let request = DeliveryRequest.make(job: job, settings: settings, secrets: secrets, group: 0, nowSeconds: now / 1000) {
+                requests.append(request)
+                sent.append(index)
+            } else {
+                outcomes[index] = .delivered(invalidDevices: [])   // nothing to send
+            }
+        }
+        let responses = client.perform(requests, limit: { _ in settings.concurrency }, shouldStart: { [loop] in !loop.isStopping }) { event in
+            switch event {
+            case .started: metrics.deliveryStarted()
+            case .finished(_, let response): metrics.deliveryFinished(seconds: response.seconds)
+            }
+        }
+        let finished = currentTimeMilliseconds()
+        for (position, response) in responses.enumerated() {
+            let index = sent[position]
+            let outcome = DeliveryRequest.outcome(of: response, mode: settings.mode, job: jobs[index], nowMs: finished)
+            outcomes[index] = outcome
+            if outcome != .notSent { metrics.deliveryAttempt(outcome: outcome, status: DeliveryRequest.statusClass(response)) }
+        }
+        var acks: [JobQueue.Ack] = []
+        var failures: [JobQueue.Failure] = []
+        var unsent: [(id: Int64, attempt: Int)] = []
+        for (job, outcome) in zip(jobs, outcomes) {
+            switch outcome! {
+            case .delivered(let invalid): acks.append(JobQueue.Ack(id: job.id, attempt: job.attempt, invalidDevices: invalid))
+            case .retry(let after, let error):
+                failures.append(JobQueue.Failure(id: job.id, attempt: job.attempt, error: error, retryable: true, retryAfterMs: after))
+            case .dead(let error):
+                failures.append(JobQueue.Failure(id: job.id, attempt: job.attempt, error: error, retryable: false, retryAfterMs: nil))
+            case .notSent: unsent.append((job.id, job.attempt))
+            }
+        }
+        let (acked, states) = try database.withTransaction { connection in
+            let acked = try JobQueue.ack(app: app, acks, on: connection)
+            let states = try JobQueue.fail(app: app, failures, on: connection)
+            try JobQueue.release(app: app, unsent, on: connection)
+            return (acked, states)
+        }
+        let dead = states.values.filter { $0 == "dead" }.count
+        metrics.add(.jobsAcked, acked.count)
+        metrics.add(.jobsRetried, states.count - dead)
+        metrics.add(.jobsDead, dead)
+        if dead > 0 { logger.warn("delivery: jobs dead", ["count": .int(dead)]) }
+    }
+}

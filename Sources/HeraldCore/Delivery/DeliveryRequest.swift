@@ -1,0 +1,187 @@
+import FoundationEssentials
+import HTTPClient
+import JSON
+
+/// What built-in delivery sends for a job and what an answer means (SPEC §13.3). Pure: the loop
+/// (`AppDeliverer`) claims, sends and records; the rules are here.
+enum DeliveryRequest {
+    /// What to do with a job after its request.
+    enum Outcome: Equatable {
+        /// Acknowledge it; remove these devices (the receiver or gorush refused their tokens).
+        case delivered(invalidDevices: [String])
+        /// Retry after `afterMs` (the receiver's `Retry-After`), else after the backoff.
+        case retry(afterMs: Int64?, error: String)
+        /// A permanent failure: the job is dead.
+        case dead(error: String)
+        /// Not sent (delivery stopped first): the job goes back to the queue as it was.
+        case notSent
+    }
+
+    /// The request for a job; nil when there is nothing to send (gorush mode, and no device on
+    /// a platform gorush serves), which acknowledges the job.
+    static func make(job: JobPayload, settings: DeliverySettings, secrets: [WebhookSecret], group: Int,
+                     nowSeconds: Int64) -> OutboundRequest? {
+        var body: [UInt8]
+        switch settings.mode {
+        case .pull:
+            return nil
+        case .webhook:
+            var writer = JSONWriter(reservingCapacity: 1024)
+            job.write(to: &writer)
+            body = Array(writer.text.utf8)
+        case .gorush:
+            guard let gorush = gorushBody(job) else { return nil }
+            body = gorush
+        }
+        let id = wireJobID(job.id)
+        var headers = ["webhook-id: \(id)", "webhook-timestamp: \(nowSeconds)"]
+        if !secrets.isEmpty {
+            headers.append("webhook-signature: " + WebhookSecret.header(secrets: secrets, id: id, timestamp: nowSeconds, body: body))
+        }
+        return OutboundRequest(url: settings.url ?? "", headers: headers, body: body, timeoutMs: settings.timeoutMs, group: group)
+    }
+
+    /// gorush platforms (its `POST /api/push`): 1 iOS (APNs), 2 Android (FCM).
+    static let gorushPlatforms = ["apns": 1, "fcm": 2]
+
+    /// The job as gorush notifications: one per platform (and, for APNs, per topic and
+    /// environment) of the job's devices. Devices on other platforms (webpush, webhook) are not
+    /// gorush's; nil when no device is left.
+    static func gorushBody(_ job: JobPayload) -> [UInt8]? {
+        struct Key: Hashable {
+            let platform: Int
+            let topic: String?
+            let sandbox: Bool
+        }
+        var order: [Key] = []
+        var tokens: [Key: [String]] = [:]
+        for device in job.devices {
+            guard let platform = gorushPlatforms[device.platform] else { continue }
+            let key = platform == 1 ? Key(platform: 1, topic: device.topic, sandbox: device.sandbox)
+                                    : Key(platform: platform, topic: nil, sandbox: false)
+            if tokens[key] == nil { order.append(key) }
+            tokens[key, default: []].append(device.token)
+        }
+        guard !order.isEmpty else { return nil }
+        let (title, message) = job.notification
+        var writer = JSONWriter(reservingCapacity: 1024)
+        writer.object { root in
+            root.field("notifications") { list in
+                list.array { list in
+                    for key in order {
+                        list.object { item in
+                            item.field("notif_id", wireJobID(job.id))
+                            item.field("tokens") { $0.array(strings: tokens[key]!) }
+                            item.field("platform", key.platform)
+                            item.field("title", title)
+                            item.field("message", message)
+                            if key.platform == 1 {
+                                item.field("badge", job.badge)
+                                item.field("collapse_id", job.messageID)
+                                item.field("thread-id", job.parentID ?? job.messageID)
+                                if let topic = key.topic { item.field("topic", topic) }
+                                if key.sandbox { item.field("development", true) }
+                            } else {
+                                item.field("collapse_key", job.messageID)
+                            }
+                            // gorush's `data`: string values, the job's data and its id.
+                            item.field("data") { $0.object { data in
+                                data.field("jobId", wireJobID(job.id))
+                                data.field("kind", job.kind)
+                                data.field("messageId", job.messageID)
+                                data.field("parentMessageId", job.parentID)
+                                data.field("conversationId", job.conversationID)
+                                data.field("sender", job.sender)
+                            } }
+                        }
+                    }
+                }
+            }
+        }
+        return Array(writer.text.utf8)
+    }
+
+    /// What an answer (or its absence) means for the job.
+    static func outcome(of response: OutboundResponse, mode: DeliverySettings.Mode, job: JobPayload, nowMs: Int64) -> Outcome {
+        if let failure = response.failure {
+            switch failure {
+            case .notSent: return .notSent
+            case .timeout: return .retry(afterMs: nil, error: "no answer within the timeout")
+            case .connect(let message): return .retry(afterMs: nil, error: "connection failed: \(message)")
+            case .other(let message): return .retry(afterMs: nil, error: message)
+            }
+        }
+        let status = response.status
+        switch status {
+        case 200...299:
+            return .delivered(invalidDevices: mode == .gorush ? gorushFailedDevices(response.body, job: job)
+                                                              : webhookInvalidDevices(response.body))
+        case 408, 429, 500...599:
+            let after = response.retryAfter.flatMap { retryAfterMs($0, nowMs: nowMs) }
+            return .retry(afterMs: after, error: "HTTP \(status)")
+        default:
+            return .dead(error: "HTTP \(status)")
+        }
+    }
+
+    /// `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date; at most a day.
+    static func retryAfterMs(_ value: String, nowMs: Int64) -> Int64? {
+        if let seconds = Int64(value), seconds >= 0 { return min(seconds, 86_400) * 1000 }
+        guard let date = httpDateMs(value) else { return nil }
+        return min(max(0, date - nowMs), 86_400_000)
+    }
+
+    /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) as epoch milliseconds.
+    static func httpDateMs(_ value: String) -> Int64? {
+        let parts = value.split(separator: " ")
+        guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]) else { return nil }
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        guard let monthIndex = months.firstIndex(of: String(parts[2])) else { return nil }
+        let clock = parts[4].split(separator: ":").compactMap { Int($0) }
+        guard clock.count == 3, (1...31).contains(day), (0...23).contains(clock[0]), (0...59).contains(clock[1]),
+              (0...60).contains(clock[2]) else { return nil }
+        // Days from the civil date (Howard Hinnant's algorithm).
+        let month = monthIndex + 1
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = Int64(era * 146_097 + dayOfEra - 719_468)
+        return ((days * 24 + Int64(clock[0])) * 60 + Int64(clock[1])) * 60_000 + Int64(clock[2]) * 1000
+    }
+
+    /// A webhook receiver's `{"invalidDevices": ["<deviceId>", …]}` (other bodies: none).
+    static func webhookInvalidDevices(_ body: [UInt8]) -> [String] {
+        guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body),
+              case .array(let ids)? = object["invalidDevices"] else { return [] }
+        return ids.prefix(DeviceStore.maxPerUser).compactMap { id in
+            guard case .string(let text) = id, Identifier.isValid(text) else { return nil }
+            return text
+        }
+    }
+
+    /// The job's devices whose tokens gorush logged as `failed-push` (its answer in sync mode).
+    static func gorushFailedDevices(_ body: [UInt8], job: JobPayload) -> [String] {
+        guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body), case .array(let logs)? = object["logs"] else {
+            return []
+        }
+        var failed: Set<String> = []
+        for entry in logs {
+            guard case .object(let log) = entry, case .string("failed-push")? = log["type"], case .string(let token)? = log["token"] else {
+                continue
+            }
+            failed.insert(token)
+        }
+        return job.devices.filter { failed.contains($0.token) && gorushPlatforms[$0.platform] != nil }.map(\.id)
+    }
+
+    /// A metrics label for an answer: its status class, `timeout` or `error`.
+    static func statusClass(_ response: OutboundResponse) -> String {
+        switch response.failure {
+        case .timeout?: return "timeout"
+        case .some: return "error"
+        case nil: return "\(response.status / 100)xx"
+        }
+    }
+}

@@ -1,0 +1,31 @@
+import Postgres
+
+/// The signing secrets of built-in delivery (SPEC §13.3), in `delivery_secrets`.
+struct DeliverySecretStore {
+    /// How long a secret keeps signing after the rotation that replaced it.
+    static let overlapMs: Int64 = 24 * 3600 * 1000
+
+    /// Makes a new current secret. The current one, if any, signs for 24 hours more; secrets
+    /// already expired are removed. Runs in the caller's transaction, under the settings lock.
+    func rotate(app: String, on connection: PostgresConnection) throws -> WebhookSecret {
+        try connection.query("DELETE FROM delivery_secrets WHERE app = $1 AND expires_at <= herald_now_ms()", [app])
+        try connection.query("UPDATE delivery_secrets SET expires_at = herald_now_ms() + $2::bigint WHERE app = $1 AND expires_at IS NULL",
+                             [app, Self.overlapMs])
+        let secret = WebhookSecret.generate()
+        try connection.query("INSERT INTO delivery_secrets (app, secret) VALUES ($1, $2)", [app, secret.text])
+        return secret
+    }
+
+    /// Removes every secret of the app (its settings were reset).
+    func removeAll(app: String, on connection: PostgresConnection) throws {
+        try connection.query("DELETE FROM delivery_secrets WHERE app = $1", [app])
+    }
+
+    /// The live secrets, newest first.
+    func live(app: String, on connection: PostgresConnection) throws -> [WebhookSecret] {
+        try connection.query("""
+            SELECT secret FROM delivery_secrets WHERE app = $1 AND (expires_at IS NULL OR expires_at > herald_now_ms())
+             ORDER BY id DESC
+            """, [app]).compactMap { WebhookSecret(try $0.decode(0, as: String.self)) }
+    }
+}

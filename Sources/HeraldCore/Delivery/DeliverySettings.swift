@@ -1,0 +1,90 @@
+import HTTPServer
+import JSON
+
+/// The app setting `delivery` (SPEC §13.3): who sends the app's jobs. `pull`: push senders claim
+/// them (SPEC §9); `webhook` and `gorush`: Herald claims them and POSTs each to `url`.
+public struct DeliverySettings: Sendable, Equatable {
+    public enum Mode: String, Sendable, CaseIterable {
+        case pull, webhook, gorush
+    }
+
+    public var mode = Mode.pull
+    public var url: String?
+    public var timeoutMs = 5000
+    public var concurrency = 8
+    /// Whether a signing secret exists (set by the routes that make one, never by a PATCH).
+    public var secretSet = false
+
+    static let timeoutRange = 100...60_000
+    static let concurrencyRange = 1...64
+    static let maxURLLength = 2048
+
+    public var json: JSONValue {
+        var object: [String: JSONValue] = ["mode": .string(mode.rawValue), "timeoutMs": .int(timeoutMs),
+                                           "concurrency": .int(concurrency), "secretSet": .bool(secretSet)]
+        object["url"] = url.map(JSONValue.string) ?? .null
+        return .object(object)
+    }
+
+    /// Merges a PATCH of `delivery` (fields not given keep their value); `stored` also reads
+    /// `secretSet`, which only Herald writes. A push mode needs a `url`.
+    mutating func apply(patch: JSONValue, field: String, stored: Bool = false) throws(HTTPError) {
+        guard case .object(let object) = patch else {
+            throw PreferenceField.invalid("\(field) must be an object", field: field)
+        }
+        var next = self
+        for (name, value) in object {
+            switch name {
+            case "mode":
+                guard case .string(let text) = value, let mode = Mode(rawValue: text) else {
+                    throw PreferenceField.invalid("\(field).mode must be pull, webhook or gorush", field: field + ".mode")
+                }
+                next.mode = mode
+            case "url":
+                if value == .null { next.url = nil; continue }
+                guard case .string(let text) = value, Self.isValidURL(text) else {
+                    throw PreferenceField.invalid("\(field).url must be an http or https URL of at most \(Self.maxURLLength) characters",
+                                                  field: field + ".url")
+                }
+                next.url = text
+            case "timeoutMs":
+                guard case .int(let number) = value, Self.timeoutRange.contains(number) else {
+                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "\(field).timeoutMs must be 100-60000",
+                                    params: ["field": .string(field + ".timeoutMs"), "min": 100, "max": 60_000])
+                }
+                next.timeoutMs = number
+            case "concurrency":
+                guard case .int(let number) = value, Self.concurrencyRange.contains(number) else {
+                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "\(field).concurrency must be 1-64",
+                                    params: ["field": .string(field + ".concurrency"), "min": 1, "max": 64])
+                }
+                next.concurrency = number
+            case "secretSet" where stored:
+                if case .bool(let flag) = value { next.secretSet = flag }
+            case "secret", "secretSet":
+                throw PreferenceField.invalid("\(field).\(name) is set by Herald: POST /v1/settings/delivery/rotate-secret makes a new secret",
+                                              field: "\(field).\(name)")
+            default:
+                throw PreferenceField.invalid("\(field).\(name) is not known", field: "\(field).\(name)")
+            }
+        }
+        if next.mode != .pull, next.url == nil {
+            throw PreferenceField.invalid("\(field).url is required when \(field).mode is \(next.mode.rawValue)", field: field + ".url")
+        }
+        self = next
+    }
+
+    /// `http://` or `https://`, a host, no whitespace or control characters.
+    static func isValidURL(_ text: String) -> Bool {
+        guard text.utf8.count <= maxURLLength, !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
+            return false
+        }
+        let lower = text.lowercased()
+        for scheme in ["http://", "https://"] where lower.hasPrefix(scheme) {
+            let rest = lower.dropFirst(scheme.count)
+            let host = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+            return !host.isEmpty && !host.hasPrefix("@") && !host.hasPrefix(":")
+        }
+        return false
+    }
+}

@@ -1,0 +1,115 @@
+import Postgres
+
+/// The job queue's transitions (SPEC §9), shared by the jobs API (pulled jobs) and built-in
+/// delivery (SPEC §13.3), so that leases, retries, backoff and dead letters are one rule.
+enum JobQueue {
+    static let maxAttempts = 8
+
+    /// A job acknowledged, with the devices its push service refused.
+    struct Ack {
+        let id: Int64
+        let attempt: Int
+        var invalidDevices: [String] = []
+    }
+
+    /// A job that failed: retried after `retryAfterMs` (else the backoff), or dead when not
+    /// retryable or out of attempts.
+    struct Failure {
+        let id: Int64
+        let attempt: Int
+        let error: String
+        let retryable: Bool
+        let retryAfterMs: Int64?
+    }
+
+    /// Exponential backoff from 1 s, capped at 5 minutes, with "equal jitter".
+    static func backoffMs(attempt: Int) -> Int64 {
+        var generator = SystemRandomNumberGenerator()
+        let base = min(Int64(300_000), Int64(1000) << min(max(attempt, 1) - 1, 20))
+        return base / 2 + Int64.random(in: 0...(base / 2), using: &generator)
+    }
+
+    /// Returns expired leases to the queue, then leases up to `max` ready jobs, in id order.
+    static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
+        try connection.query("""
+            UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
+             WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
+            """, [app])
+        // The picked rows are updated through their ctid (a Tid Scan in every plan). A join
+        // on (app, id) was planned, depending on statistics, as a scan of every job of the
+        // app: as a generic plan's hash join, or, for an app newer than the last ANALYZE,
+        // through another index led by app. Either took seconds per claim once the table
+        // held a few hundred thousand jobs (W5 of make bench). The rows are locked by the
+        // subquery, so their ctids cannot change before the update.
+        let rows = try connection.query("""
+            WITH claimed AS (
+                UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
+                                  lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
+                 WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM jobs
+                                            WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
+                                            ORDER BY available_at, id LIMIT $2
+                                            FOR UPDATE SKIP LOCKED))
+                RETURNING j.*)
+            SELECT \(JobPayload.columns)
+              FROM claimed j JOIN messages m ON m.app = j.app AND m.id = j.message_id
+             ORDER BY j.id
+            """, [app, max, leaseSeconds])
+        return try rows.map { try JobPayload(row: $0) }
+    }
+
+    /// Acknowledges the jobs whose attempt is current, and removes the devices their push
+    /// service refused (SPEC §13.1) — only those of jobs this call acknowledged. Returns the ids
+    /// acknowledged. Runs in the caller's transaction.
+    static func ack(app: String, _ acks: [Ack], on connection: PostgresConnection) throws -> Set<Int64> {
+        guard !acks.isEmpty else { return [] }
+        let rows = try connection.query("""
+            UPDATE jobs j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
+              FROM unnest($2::bigint[], $3::int[]) AS x(id, attempt)
+             WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
+            RETURNING j.id, j.recipient
+            """, [app, acks.map(\.id), acks.map(\.attempt)])
+        var invalid: [Int64: [String]] = [:]
+        for ack in acks where !ack.invalidDevices.isEmpty { invalid[ack.id, default: []].append(contentsOf: ack.invalidDevices) }
+        var pairs: [(uid: String, id: String)] = []
+        var acked: Set<Int64> = []
+        for row in rows {
+            let id = try row.decode("id", as: Int64.self)
+            acked.insert(id)
+            for device in invalid[id] ?? [] { pairs.append((try row.decode("recipient"), device)) }
+        }
+        try DeviceStore().remove(app: app, pairs: pairs, on: connection)
+        return acked
+    }
+
+    /// Fails the jobs whose attempt is current: each is retried later or dead. Returns the
+    /// state each handled job is in now (`ready` or `dead`), by id.
+    static func fail(app: String, _ failures: [Failure], on connection: PostgresConnection) throws -> [Int64: String] {
+        guard !failures.isEmpty else { return [:] }
+        let rows = try connection.query("""
+            UPDATE jobs j SET state = CASE WHEN x.dead THEN 'dead' ELSE 'ready' END,
+                              available_at = herald_now_ms() + x.delay, lease_until = NULL,
+                              last_error = x.error, updated_at = herald_now_ms()
+              FROM unnest($2::bigint[], $3::int[], $4::bigint[], $5::boolean[], $6::text[]) AS x(id, attempt, delay, dead, error)
+             WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
+            RETURNING j.id, j.state
+            """, [app, failures.map(\.id), failures.map(\.attempt),
+                  failures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) },
+                  failures.map { !$0.retryable || $0.attempt >= maxAttempts },
+                  failures.map { String($0.error.prefix(2000)).replacing("\u{0}", with: "") }])
+        var states: [Int64: String] = [:]
+        for row in rows { states[try row.decode(0, as: Int64.self)] = try row.decode(1, as: String.self) }
+        return states
+    }
+
+    /// Gives leased jobs back untouched, as if never claimed (a delivery that stopped before
+    /// sending them): ready now, the claim's attempt undone.
+    static func release(app: String, _ jobs: [(id: Int64, attempt: Int)], on connection: PostgresConnection) throws {
+        guard !jobs.isEmpty else { return }
+        try connection.query("""
+            UPDATE jobs j SET state = 'ready', attempt = j.attempt - 1, available_at = herald_now_ms(), lease_until = NULL,
+                              updated_at = herald_now_ms()
+              FROM unnest($2::bigint[], $3::int[]) AS x(id, attempt)
+             WHERE j.app = $1 AND j.id = x.id AND j.attempt = x.attempt AND j.state = 'leased'
+            """, [app, jobs.map(\.id), jobs.map(\.attempt)])
+    }
+}
