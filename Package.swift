@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "herald", dependencies: ["HeraldCore"], swiftSettings: strict),
 
         // `make bench`: data, load from a second process, and the machine's own ceilings.
-        .executableTarget(name: "herald-bench", dependencies: ["Postgres", "HeraldCore", "Secrets"], swiftSettings: strict),
+        .executableTarget(name: "herald-bench", dependencies: ["Postgres", "HeraldCore", "HTTPServer", "Locking", "Secrets"], swiftSettings: strict),
 
         // Pure tests: no database, no server (`swift test --filter HeraldUnitTests` runs anywhere).
         .testTarget(

@@ -23,6 +23,7 @@ final class Bench {
     var rows: [Row] = []
     var notes: [String] = []
     var l2RowsPerSecond = 0.0
+    var l1RequestsPerSecond = 0.0
     /// Apps of this run, new each time, so that a reused database never answers "duplicate".
     let runID = String(UInt32.random(in: 0...UInt32.max), radix: 16)
     var chatApp: String { "bench-\(runID)" }

@@ -20,6 +20,7 @@ extension Bench {
             }
             return true
         }
+        l1RequestsPerSecond = result.perSecond
         add("L1 HTTP ceiling: GET /healthz (32 connections)", format(result.perSecond) + " req/s", result)
     }
 

@@ -14,7 +14,7 @@ struct Options {
     var soakSeconds: Double?
 
     static let usage = """
-        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,W1,W2,W3,W4,W5,SOAK] [--soak-seconds N]
+        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,W1,W2,W3,W4,W5,W7,SOAK] [--soak-seconds N]
                             [--database-url URL] [--herald http://HOST:PORT --admin-token T [--herald-pid PID]]
 
         Without --database-url, starts a PostgreSQL cluster of its own in /tmp (scripts/pg.sh).
@@ -91,6 +91,7 @@ do {
         }
     }
     if options.wants("W4") { attempt("W4") { try bench.inbox() } }
+    if options.wants("W7") { attempt("W7") { try bench.webhookDelivery() } }
     if options.wants("SOAK") { attempt("soak") { try bench.soak(seconds: options.soakSeconds ?? (options.quick ? 60 : 300)) } }
     bench.printTable()
 } catch {

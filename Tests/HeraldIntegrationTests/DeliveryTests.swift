@@ -176,13 +176,13 @@ struct DeliveryTests {
         #expect(try jobRows(app).map(\.attempt) == [2], "the first attempt timed out")
         #expect(slow.deliveries.map { $0.json["attempt"] as? Int } == [1, 2])
 
-        // Down: nothing listens on the port; then a receiver comes up there.
-        let probe = try Receiver()
-        let port = probe.port
-        probe.stop()
+        // Down: connections to the port are refused; then a receiver comes up there.
+        let down = try DownPort()
+        let port = down.port
         _ = try patch(app, ["delivery": ["url": "http://127.0.0.1:\(port)/hook", "timeoutMs": 1000]])
         try app.ingest([Events.message("e2", id: "m2", sender: "alice", at: past + 1, text: "later")], client: client)
         #expect(try eventually(seconds: 20) { try jobRows(app).last.map { $0.attempt >= 2 && $0.error?.contains("connection failed") == true } ?? false })
+        down.release()
         let back = try Receiver(port: port)
         defer { back.stop() }
         #expect(try eventually(seconds: 30) { try jobRows(app).last?.state == "acked" })

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import HTTPServer
 import Synchronization
 
@@ -47,4 +48,29 @@ final class Receiver: Sendable {
     func setAnswer(_ next: @escaping Answer) { state.answer.withLock { $0 = next } }
 
     func stop() { server.shutdown(drainTimeoutSeconds: 2) }
+}
+
+/// A loopback port held by a socket that is bound but not listening: connections to it are
+/// refused (a receiver that is down), and no other test can take the port until `release()`.
+final class DownPort: Sendable {
+    let port: Int
+    private let socket: Int32
+
+    init() throws {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard fd >= 0, bound else { throw TestSetupError(message: "could not reserve a port") }
+        socket = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Frees the port for a receiver to listen on.
+    func release() { close(socket) }
 }

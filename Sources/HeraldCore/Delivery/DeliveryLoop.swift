@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPClient
 import JSON
 import Postgres
@@ -83,9 +84,11 @@ public final class DeliveryLoop: Sendable {
     }
 }
 
-/// Delivers one app's jobs: claims a batch, sends it (`concurrency` requests at a time, in job
-/// order), and records every outcome in one transaction — acknowledged, retried after the
-/// receiver's `Retry-After` or the backoff, dead, or given back unsent when delivery stops.
+/// Delivers one app's jobs in batches, in a pipeline: while this loop sends batch N
+/// (`concurrency` requests at a time, in job order), a database lane of its own records the
+/// outcomes of batch N-1 in one transaction — acknowledged, retried after the receiver's
+/// `Retry-After` or the backoff, or dead — and claims batch N+1. When delivery stops, a batch
+/// claimed but not sent is given back to the queue as it was.
 final class AppDeliverer: Sendable {
     let app: String
     let database: PostgresPool
@@ -94,14 +97,25 @@ final class AppDeliverer: Sendable {
     private let settings: Mutex<DeliverySettings>
     private let loop: BackgroundLoop
     private let client = HTTPClient(userAgent: "Herald")
+    /// Claims and records, one at a time, beside the sending loop.
+    private let lane = DispatchQueue(label: "herald.delivery.database")
+    /// The batch claimed while the previous one was being sent.
+    private let prefetched = Mutex<Batch?>(nil)
+
+    /// Claimed jobs and what to send them with.
+    struct Batch: Sendable {
+        let jobs: [JobPayload]
+        let secrets: [WebhookSecret]
+    }
 
     /// Jobs per claim: enough to keep `concurrency` requests busy between two claims.
     static func batchSize(_ settings: DeliverySettings) -> Int { min(1000, settings.concurrency * 32) }
 
-    /// The lease covers sending the whole batch at the worst (every request times out).
+    /// The lease covers, at the worst (every request times out), waiting for the batch before
+    /// and sending this one.
     static func leaseSeconds(_ settings: DeliverySettings) -> Int {
         let rounds = (batchSize(settings) + settings.concurrency - 1) / settings.concurrency
-        return min(3600, (rounds * settings.timeoutMs + 999) / 1000 + 30)
+        return min(3600, (2 * rounds * settings.timeoutMs + 999) / 1000 + 30)
     }
 
     init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger) {
@@ -115,38 +129,78 @@ final class AppDeliverer: Sendable {
 
     func update(_ next: DeliverySettings) { settings.withLock { $0 = next } }
     func wake() { loop.wake() }
-    func start() { loop.start(pass: { [self] in pass() }) }
+
+    func start() {
+        loop.start(pass: { [self] in pass() }, drain: { [self] in
+            lane.sync {}   // the last outcomes are recorded
+            guard let batch = prefetched.withLock({ state in defer { state = nil }; return state }) else { return }
+            do {
+                try database.withConnection { try JobQueue.release(app: app, batch.jobs.map { ($0.id, $0.attempt) }, on: $0) }
+            } catch {
+                logger.warn("delivery: giving back unsent jobs failed (their leases will expire)", ["error": .string(String(describing: error))])
+            }
+        })
+    }
+
     func stop() { loop.stop(timeout: 60) }
+
+    private func claim(_ settings: DeliverySettings) throws -> Batch? {
+        let batch = try database.withTransaction { connection in
+            Batch(jobs: try JobQueue.claim(app: app, max: Self.batchSize(settings), leaseSeconds: Self.leaseSeconds(settings), on: connection),
+                  secrets: try DeliverySecretStore().live(app: app, on: connection))
+        }
+        metrics.add(.jobsClaimed, batch.jobs.count)
+        return batch.jobs.isEmpty ? nil : batch
+    }
 
     private func pass() -> BackgroundLoop.Next {
         let settings = settings.withLock { $0 }
-        let batch = Self.batchSize(settings)
+        let batch: Batch
         do {
-            let (jobs, secrets) = try database.withTransaction { connection in
-                (try JobQueue.claim(app: app, max: batch, leaseSeconds: Self.leaseSeconds(settings), on: connection),
-                 try DeliverySecretStore().live(app: app, on: connection))
+            guard let next = try prefetched.withLock({ state in defer { state = nil }; return state }) ?? claim(settings) else {
+                return .idle(seconds: 0.25)
             }
-            guard !jobs.isEmpty else { return .idle(seconds: 0.25) }
-            metrics.add(.jobsClaimed, jobs.count)
-            try deliver(jobs, settings: settings, secrets: secrets)
-            return jobs.count == batch ? .again : .idle(seconds: 0.25)
+            batch = next
         } catch {
-            logger.warn("delivery: a pass failed", ["error": .string(String(describing: error))])
+            logger.warn("delivery: a claim failed", ["error": .string(String(describing: error))])
             return .idle(seconds: 1)
         }
+        // The next batch is claimed while this one is sent (unless this one was short: then
+        // the queue is empty for now).
+        let full = batch.jobs.count == Self.batchSize(settings)
+        let next = LaneResult()
+        if full {
+            lane.async { [self] in
+                do { next.finish(try claim(settings)) } catch {
+                    logger.warn("delivery: a claim failed", ["error": .string(String(describing: error))])
+                    next.finish(nil)
+                }
+            }
+        }
+        let outcomes = send(batch, settings: settings)
+        lane.async { [self] in
+            do { try record(batch.jobs, outcomes) } catch {
+                logger.warn("delivery: recording outcomes failed (the jobs will be sent again when their leases expire)",
+                            ["error": .string(String(describing: error))])
+            }
+        }
+        guard full else { return .idle(seconds: 0.25) }
+        guard let claimed = next.wait() else { return .idle(seconds: 0.25) }
+        prefetched.withLock { $0 = claimed }
+        return .again
     }
 
-    private func deliver(_ jobs: [JobPayload], settings: DeliverySettings, secrets: [WebhookSecret]) throws {
+    /// Sends a batch; the outcome of each job, in the batch's order.
+    private func send(_ batch: Batch, settings: DeliverySettings) -> [DeliveryRequest.Outcome] {
         let now = currentTimeMilliseconds()
         var requests: [OutboundRequest] = []
-        var sent: [Int] = []   // index of the job each request is for
-        var outcomes = [DeliveryRequest.Outcome?](repeating: nil, count: jobs.count)
-        for (index, job) in jobs.enumerated() {
-            if let request = DeliveryRequest.make(job: job, settings: settings, secrets: secrets, group: 0, nowSeconds: now / 1000) {
+        var sent: [Int] = []   // the job each request is for
+        var outcomes = [DeliveryRequest.Outcome](repeating: .delivered(invalidDevices: []), count: batch.jobs.count)
+        for (index, job) in batch.jobs.enumerated() {
+            // nil: nothing to send (no device gorush serves), which acknowledges the job
+            if let request = DeliveryRequest.make(job: job, settings: settings, secrets: batch.secrets, group: 0, nowSeconds: now / 1000) {
                 requests.append(request)
                 sent.append(index)
-            } else {
-                outcomes[index] = .delivered(invalidDevices: [])   // nothing to send
             }
         }
         let responses = client.perform(requests, limit: { _ in settings.concurrency }, shouldStart: { [loop] in !loop.isStopping }) { event in
@@ -158,15 +212,20 @@ final class AppDeliverer: Sendable {
         let finished = currentTimeMilliseconds()
         for (position, response) in responses.enumerated() {
             let index = sent[position]
-            let outcome = DeliveryRequest.outcome(of: response, mode: settings.mode, job: jobs[index], nowMs: finished)
+            let outcome = DeliveryRequest.outcome(of: response, mode: settings.mode, job: batch.jobs[index], nowMs: finished)
             outcomes[index] = outcome
             if outcome != .notSent { metrics.deliveryAttempt(outcome: outcome, status: DeliveryRequest.statusClass(response)) }
         }
+        return outcomes
+    }
+
+    /// Records a batch's outcomes in one transaction.
+    private func record(_ jobs: [JobPayload], _ outcomes: [DeliveryRequest.Outcome]) throws {
         var acks: [JobQueue.Ack] = []
         var failures: [JobQueue.Failure] = []
         var unsent: [(id: Int64, attempt: Int)] = []
         for (job, outcome) in zip(jobs, outcomes) {
-            switch outcome! {
+            switch outcome {
             case .delivered(let invalid): acks.append(JobQueue.Ack(id: job.id, attempt: job.attempt, invalidDevices: invalid))
             case .retry(let after, let error):
                 failures.append(JobQueue.Failure(id: job.id, attempt: job.attempt, error: error, retryable: true, retryAfterMs: after))
@@ -186,5 +245,21 @@ final class AppDeliverer: Sendable {
         metrics.add(.jobsRetried, states.count - dead)
         metrics.add(.jobsDead, dead)
         if dead > 0 { logger.warn("delivery: jobs dead", ["count": .int(dead)]) }
+    }
+}
+
+/// The claim the lane makes for the next pass, waited for by the sending loop.
+private final class LaneResult: Sendable {
+    private let value = Mutex<AppDeliverer.Batch?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    func finish(_ batch: AppDeliverer.Batch?) {
+        value.withLock { $0 = batch }
+        done.signal()
+    }
+
+    func wait() -> AppDeliverer.Batch? {
+        done.wait()
+        return value.withLock { $0 }
     }
 }
