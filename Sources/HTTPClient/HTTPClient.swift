@@ -44,6 +44,14 @@ public struct OutboundResponse: Sendable {
     public var failure: Failure?
     /// From the start of the request to its end.
     public var seconds: Double
+
+    public init(status: Int, retryAfter: String?, body: [UInt8], failure: Failure?, seconds: Double) {
+        self.status = status
+        self.retryAfter = retryAfter
+        self.body = body
+        self.failure = failure
+        self.seconds = seconds
+    }
 }
 
 /// An HTTP client over libcurl's multi interface: one thread drives many requests at once, over

@@ -73,6 +73,23 @@ enum DeliveryRequest {
                             item.field("notif_id", wireJobID(job.id))
                             item.field("tokens") { $0.array(strings: tokens[key]!) }
                             item.field("platform", key.platform)
+                            if let clear = job.clear {
+                                // A silent push: the app removes these notifications and sets the badge.
+                                item.field("content_available", true)
+                                if key.platform == 1 {
+                                    item.field("badge", job.badge)
+                                    if let topic = key.topic { item.field("topic", topic) }
+                                    if key.sandbox { item.field("development", true) }
+                                }
+                                item.field("data") { $0.object { data in
+                                    data.field("jobId", wireJobID(job.id))
+                                    data.field("kind", "clear")
+                                    data.field("parentMessageId", job.messageID)
+                                    data.field("collapseIds") { $0.array(strings: clear.collapseIds) }
+                                    data.field("badge", job.badge)
+                                } }
+                                return
+                            }
                             item.field("title", title)
                             item.field("message", message)
                             if key.platform == 1 {
@@ -84,7 +101,7 @@ enum DeliveryRequest {
                             } else {
                                 item.field("collapse_key", job.messageID)
                             }
-                            // gorush's `data`: string values, the job's data and its id.
+                            // gorush's `data`: the job's data and its id.
                             item.field("data") { $0.object { data in
                                 data.field("jobId", wireJobID(job.id))
                                 data.field("kind", job.kind)

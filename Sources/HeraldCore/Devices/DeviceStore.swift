@@ -38,7 +38,7 @@ struct Device: Sendable, JSONWritable {
         /// the job's own statement, an index probe per job, rather than by a statement of its own).
         static let recipientDevices = """
             (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
-               FROM devices d WHERE d.app = j.app AND d.uid = j.recipient)
+               FROM devices d WHERE d.app = j.app AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device)
             """
 
         /// The targets of `recipientDevices`' text (nil: no device).

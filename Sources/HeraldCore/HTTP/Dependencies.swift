@@ -46,3 +46,14 @@ public struct Dependencies: Sendable {
         self.cursorKey = Secrets.sha256("herald cursor key:" + (configuration.adminToken ?? ""))
     }
 }
+
+extension Dependencies {
+    /// Jobs were committed outside ingest (a read's clear jobs): count them and wake whoever
+    /// waits for jobs — long-poll claims and built-in delivery.
+    func jobsProduced(_ count: Int) {
+        guard count > 0 else { return }
+        metrics.add(.jobsProduced, count)
+        jobWaiter.wake()
+        delivery.wake()
+    }
+}

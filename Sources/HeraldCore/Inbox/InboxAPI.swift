@@ -123,17 +123,23 @@ enum InboxAPI {
                                unreadMentions: totals.mentions, unreadThreads: totals.threads))
     }
 
-    struct ReadBody: Decodable {
-        let messageId: JSONValue?
+    /// A read's optional `deviceId` (SPEC §13.2): the device that read, left out of the clear job.
+    static func deviceID(_ body: [String: JSONValue]) throws(HTTPError) -> String? {
+        guard let value = body["deviceId"], value != .null else { return nil }
+        guard case .string(let id) = value, Identifier.isValid(id) else {
+            throw HTTPError.badRequest("deviceId must be a device id", field: "deviceId")
+        }
+        return id
     }
 
     /// Marks one thread read up to a reply (default: the latest); the position only moves forward.
     static func readOne(_ context: RequestContext) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
-        let body = context.request.body.isEmpty ? ReadBody(messageId: nil) : try context.request.decodeJSON(ReadBody.self)
+        let body = try context.request.jsonObject()
+        let device = try deviceID(body)
         var replyID: String?
-        if let value = body.messageId, value != .null {
+        if let value = body["messageId"], value != .null {
             guard let id = value.stringValue, Identifier.isValid(id) else {
                 throw HTTPError.badRequest("messageId must be a message id", field: "messageId")
             }
@@ -141,8 +147,8 @@ enum InboxAPI {
         }
         let app = context.app
         let store = SubscriptionStore()
-        let row = try context.services.database.withConnection { connection in
-            try store.inThread(app: app, messageID: messageID, on: connection) { thread, connection -> String in
+        let (row, cleared) = try context.services.database.withConnection { connection in
+            try store.inThread(app: app, messageID: messageID, on: connection) { thread, connection -> (String, Int) in
                 guard try store.hasAccess(app: app, uid: owner, thread: thread, on: connection) else {
                     throw SubscriptionStore.noAccess
                 }
@@ -162,22 +168,33 @@ enum InboxAPI {
                         [app, thread])
                     if let row = rows.first { target = (try row.decode(0), try row.decode(1)) }
                 }
+                var cleared = 0
                 if let target {
-                    try connection.query("""
-                        UPDATE subscriptions SET mark_at = $4, mark_id = $5, updated_at = herald_now_ms()
-                         WHERE app = $1 AND uid = $2 AND thread_id = $3
-                           AND (mark_at IS NULL OR (mark_at, mark_id) < ($4, $5::text COLLATE "C"))
+                    // The mark before the move, for the clear job (SPEC §13.2).
+                    let moved = try connection.query("""
+                        WITH before AS (SELECT mark_at, mark_id FROM subscriptions WHERE app = $1 AND uid = $2 AND thread_id = $3)
+                        UPDATE subscriptions s SET mark_at = $4, mark_id = $5, updated_at = herald_now_ms()
+                          FROM before b
+                         WHERE s.app = $1 AND s.uid = $2 AND s.thread_id = $3
+                           AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id) < ($4, $5::text COLLATE "C"))
+                        RETURNING b.mark_at, b.mark_id
                         """, [app, owner, thread, target.at, target.id])
                     try connection.query("SELECT herald_refresh_inbox($1, ARRAY[$2::text], ARRAY[$3::text])", [app, owner, thread])
+                    if let before = moved.first {
+                        cleared = try ClearJobs.make(app: app, uid: owner, deviceID: device, moves: [
+                            .init(thread: thread, fromAt: try before.decode(0), fromID: try before.decode(1), toAt: target.at, toID: target.id),
+                        ], on: connection)
+                    }
                 }
                 let rows = try connection.query("""
                     SELECT \(rowJSON) FROM threads t
                       LEFT JOIN subscriptions s ON s.app = t.app AND s.uid = $2 AND s.thread_id = t.parent_id
                      WHERE t.app = $1 AND t.parent_id = $3
                     """, [app, owner, thread])
-                return try rows[0].decode(0, as: String.self)
+                return (try rows[0].decode(0, as: String.self), cleared)
             }
         }
+        context.services.jobsProduced(cleared)
         // One inbox row, as the page lists it (built by PostgreSQL, as there).
         return .jsonText(row)
     }
@@ -186,8 +203,9 @@ enum InboxAPI {
     static func readAll(_ context: RequestContext) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let conversation = try conversationFilter(context.request, owner: owner)
+        let device = try deviceID(try context.request.jsonObject())
         let app = context.app
-        var updated = 0
+        var updated = 0, cleared = 0
         try context.services.database.withConnection { connection in
             // The conversations with unread threads, locked a slice at a time so that concurrent
             // ingest cannot slip a reply between the mark and the count.
@@ -205,29 +223,38 @@ enum InboxAPI {
                     var locks = LockSet()
                     for key in slice { locks.thread(key.thread, group: key.group) }
                     try locks.lock(app: app, on: connection)
+                    // Each moved mark with the one before it, for the clear jobs (SPEC §13.2).
                     let rows = try connection.query("""
-                        WITH marked AS (
+                        WITH before AS (
+                            SELECT thread_id, mark_at, mark_id FROM subscriptions
+                             WHERE app = $1 AND uid = $2 AND thread_id = ANY ($4::text[])
+                        ), marked AS (
                             UPDATE subscriptions s SET mark_at = t.last_reply_at, mark_id = t.last_reply_id,
                                                        updated_at = herald_now_ms()
-                              FROM threads t
-                             WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.has_unread
+                              FROM threads t, before b
+                             WHERE s.app = $1 AND s.uid = $2 AND s.visible AND s.has_unread AND b.thread_id = s.thread_id
                                AND ($3::text IS NULL OR s.conversation_id = $3)
                                AND t.app = s.app AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
                                AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id) < (t.last_reply_at, t.last_reply_id COLLATE "C"))
                                AND t.parent_id = ANY ($4::text[])
-                            RETURNING s.thread_id
+                            RETURNING s.thread_id, b.mark_at AS from_at, b.mark_id AS from_id, s.mark_at AS to_at, s.mark_id AS to_id
                         )
-                        SELECT thread_id FROM marked
+                        SELECT thread_id, from_at, from_id, to_at, to_id FROM marked
                         """, [app, owner, conversation, slice.map(\.thread)])
-                    let threads = try rows.map { try $0.decode(0, as: String.self) }
-                    if !threads.isEmpty {
-                        try connection.query("SELECT herald_refresh_inbox($1, $2, $3)",
-                                             [app, Array(repeating: owner, count: threads.count), threads])
+                    let moves = try rows.map {
+                        ClearJobs.Move(thread: try $0.decode("thread_id"), fromAt: try $0.decode("from_at"), fromID: try $0.decode("from_id"),
+                                       toAt: try $0.decode("to_at"), toID: try $0.decode("to_id"))
                     }
-                    return threads.count
+                    if !moves.isEmpty {
+                        try connection.query("SELECT herald_refresh_inbox($1, $2, $3)",
+                                             [app, Array(repeating: owner, count: moves.count), moves.map(\.thread)])
+                        cleared += try ClearJobs.make(app: app, uid: owner, deviceID: device, moves: moves, on: connection)
+                    }
+                    return moves.count
                 }
             }
         }
+        context.services.jobsProduced(cleared)
         return .json(ReadResult(updated: updated))
     }
 }

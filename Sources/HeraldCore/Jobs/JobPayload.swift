@@ -31,43 +31,36 @@ struct JobPayload {
     var parentID: String?
     var text: String
     var lastError: String?
+    /// `clear` (SPEC §13.2), or nil: the message's notification (`message` or `reply`).
+    var clear: Clear?
+    /// The device that acted (a read's `deviceId`): left out of `devices`.
+    var excludeDevice: String?
 
-    /// The select list that `init(row:)` reads by name, over a `jobs` row `j` and its message `m`.
+    /// What a `clear` job removes: the notifications of replies read elsewhere.
+    struct Clear {
+        var collapseIds: [String]
+    }
+
+    /// The FROM clause over the jobs `source` (`jobs`, or a CTE of them) that `columns` reads:
+    /// each job `j` and its message `m` (a clear job's thread root, which may not have arrived).
+    static func from(_ source: String) -> String {
+        "\(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id"
+    }
+
+    /// The select list that `init(row:)` reads by name, over `from(…)`.
     static let columns = """
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
-        j.reason, j.privacy, j.badge, j.message_id, m.conversation_id, m.receiver_type, m.group_id, m.sender, m.sent_at,
-        m.parent_id, coalesce(m.text, '') AS text, j.last_error,
+        j.reason, j.privacy, j.badge, j.message_id, coalesce(m.conversation_id, '') AS conversation_id,
+        coalesce(m.receiver_type, '') AS receiver_type, m.group_id, coalesce(m.sender, '') AS sender,
+        coalesce(m.sent_at, 0) AS sent_at, m.parent_id, coalesce(m.text, '') AS text, j.last_error,
+        j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids,
         \(Device.Target.recipientDevices) AS devices
         """
 
-    init(row: PostgresRow) throws {
-        id = try row.decode("id")
-        attempt = try row.decode("attempt")
-        app = try row.decode("app")
-        recipient = try row.decode("recipient")
-        createdAt = try row.decode("created_at")
-        eventSource = try row.decode("event_source")
-        eventID = try row.decode("event_id")
-        eventType = try row.decode("event_type")
-        reason = try row.decode("reason")
-        privacy = try row.decode("privacy")
-        badge = try row.decode("badge")
-        messageID = try row.decode("message_id")
-        conversationID = try row.decode("conversation_id")
-        receiverType = try row.decode("receiver_type")
-        groupID = try row.decode("group_id")
-        sender = try row.decode("sender")
-        sentAt = try row.decode("sent_at")
-        parentID = try row.decode("parent_id")
-        text = try row.decode("text")
-        lastError = try row.decode("last_error")
-        devices = try Device.Target.list(json: try row.decode("devices"))
-    }
-
-    /// `message` (top-level) or `reply` (SPEC §9).
-    var kind: String { parentID == nil ? "message" : "reply" }
+    /// `message` (top-level), `reply` (SPEC §9) or `clear` (SPEC §13.2).
+    var kind: String { clear != nil ? "clear" : parentID == nil ? "message" : "reply" }
 
     /// Title and body from the default or the privacy template.
     var notification: (title: String, body: String) {
@@ -102,24 +95,70 @@ struct JobPayload {
             } }
             job.field("kind", kind)
             job.field("reason", reason)
-            job.field("notification") { $0.object { notification in
-                notification.field("title", title)
-                notification.field("body", body)
-                notification.field("tag", messageID)
-                notification.field("collapseId", messageID)
-                notification.field("badge", badge)
-            } }
-            job.field("data") { $0.object { data in
-                data.field("messageId", messageID)
-                data.field("parentMessageId", parentID)
-                data.field("conversationId", conversationID)
-                data.field("receiverType", receiverType)
-                data.field("receiver", groupID ?? sender)
-                data.field("sender", sender)
-                data.field("sentAt", sentAt)
-            } }
+            if let clear {
+                // Silent: remove these notifications from the reader's other devices, set the badge.
+                job.field("notification", JSONValue.null)
+                job.field("data") { $0.object { data in
+                    data.field("parentMessageId", messageID)
+                    data.field("collapseIds") { $0.array(strings: clear.collapseIds) }
+                    data.field("badge", badge)
+                } }
+            } else {
+                job.field("notification") { $0.object { notification in
+                    notification.field("title", title)
+                    notification.field("body", body)
+                    notification.field("tag", messageID)
+                    notification.field("collapseId", messageID)
+                    notification.field("badge", badge)
+                } }
+                job.field("data") { $0.object { data in
+                    data.field("messageId", messageID)
+                    data.field("parentMessageId", parentID)
+                    data.field("conversationId", conversationID)
+                    data.field("receiverType", receiverType)
+                    data.field("receiver", groupID ?? sender)
+                    data.field("sender", sender)
+                    data.field("sentAt", sentAt)
+                } }
+            }
+            job.field("excludeDevice", excludeDevice)
             job.field("devices", array: devices)
             if withLastError { job.field("lastError", lastError) }
+        }
+    }
+}
+
+extension JobPayload {
+    /// A job from a row of `columns` (in an extension, so that the memberwise initialiser stays).
+    init(row: PostgresRow) throws {
+        id = try row.decode("id")
+        attempt = try row.decode("attempt")
+        app = try row.decode("app")
+        recipient = try row.decode("recipient")
+        createdAt = try row.decode("created_at")
+        eventSource = try row.decode("event_source")
+        eventID = try row.decode("event_id")
+        eventType = try row.decode("event_type")
+        reason = try row.decode("reason")
+        privacy = try row.decode("privacy")
+        badge = try row.decode("badge")
+        messageID = try row.decode("message_id")
+        conversationID = try row.decode("conversation_id")
+        receiverType = try row.decode("receiver_type")
+        groupID = try row.decode("group_id")
+        sender = try row.decode("sender")
+        sentAt = try row.decode("sent_at")
+        parentID = try row.decode("parent_id")
+        text = try row.decode("text")
+        lastError = try row.decode("last_error")
+        devices = try Device.Target.list(json: try row.decode("devices"))
+        excludeDevice = try row.decode("exclude_device")
+        if try row.decode("job_kind", as: String?.self) == "clear" {
+            var ids: [String] = []
+            if let text = try row.decode("clear_ids", as: String?.self), case .array(let items) = try JSONParser.parse(Array(text.utf8)) {
+                ids = items.compactMap { if case .string(let id) = $0 { id } else { nil } }
+            }
+            clear = Clear(collapseIds: ids)
         }
     }
 }

@@ -72,7 +72,7 @@ enum JobQueue {
                                             FOR UPDATE SKIP LOCKED))
                 RETURNING j.*)
             SELECT \(JobPayload.columns)
-              FROM claimed j JOIN messages m ON m.app = j.app AND m.id = j.message_id
+              FROM \(JobPayload.from("claimed"))
              ORDER BY j.id
             """, [app, max, leaseSeconds])
         return try rows.map { try JobPayload(row: $0) }

@@ -157,7 +157,7 @@ enum JobsAPI {
         let after = try list.integerPosition(kind: "dead")
         let jobs = try context.services.database.withConnection { connection in
             let rows = try connection.query("""
-                SELECT \(JobPayload.columns) FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id
+                SELECT \(JobPayload.columns) FROM \(JobPayload.from("jobs"))
                  WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])

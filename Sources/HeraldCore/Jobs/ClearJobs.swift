@@ -1,0 +1,50 @@
+import Postgres
+
+/// SPEC §13.2: when a read moves past replies whose jobs were already claimed, the reader gets
+/// one `clear` job per thread — the collapse ids of those replies (the latest 100) and the
+/// reader's badge after the read — without the device that read (`deviceId`), so that a push
+/// sender removes the notifications from the reader's other devices.
+///
+/// One clear job per (thread, reader, read position): its event is `thread.read` from source
+/// `herald`, with the id `read:<reply id read up to>`, so a retried read makes no second one.
+enum ClearJobs {
+    /// A thread whose read mark moved: from (`fromAt`, `fromID`) (nil: never marked) to (`toAt`, `toID`).
+    struct Move {
+        let thread: String
+        let fromAt: Int64?
+        let fromID: String?
+        let toAt: Int64
+        let toID: String
+    }
+
+    static let maxCollapseIDs = 100
+
+    /// Makes the clear jobs of these moves, in the caller's transaction, after the reader's
+    /// inbox was refreshed (the badge is read from it). Returns how many were made.
+    static func make(app: String, uid: String, deviceID: String?, moves: [Move], on connection: PostgresConnection) throws -> Int {
+        guard !moves.isEmpty else { return 0 }
+        let rows = try connection.query("""
+            INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, exclude_device,
+                              clear_ids, badge)
+            SELECT $1, x.thread, $2, 'herald', 'read:' || x.to_id, 'thread.read', 'read', 'clear', $3, c.ids, b.badge
+              FROM unnest($4::text[], $5::bigint[], $6::text[], $7::bigint[], $8::text[]) AS x(thread, from_at, from_id, to_at, to_id)
+             CROSS JOIN LATERAL (
+                   SELECT array_agg(r.id ORDER BY r.sent_at DESC, r.id COLLATE "C" DESC) AS ids
+                     FROM (SELECT m.id, m.sent_at
+                             FROM messages m
+                            WHERE m.app = $1 AND m.parent_id = x.thread
+                              AND (m.sent_at, m.id COLLATE "C") <= (x.to_at, x.to_id COLLATE "C")
+                              AND (x.from_at IS NULL OR (m.sent_at, m.id COLLATE "C") > (x.from_at, x.from_id COLLATE "C"))
+                              AND EXISTS (SELECT 1 FROM jobs j
+                                           WHERE j.app = $1 AND j.message_id = m.id AND j.recipient = $2
+                                             AND j.attempt > 0 AND j.kind IS NULL)
+                            ORDER BY m.sent_at DESC, m.id COLLATE "C" DESC
+                            LIMIT \(maxCollapseIDs)) r) c
+             CROSS JOIN (SELECT count(*)::int AS badge FROM subscriptions
+                          WHERE app = $1 AND uid = $2 AND visible AND has_unread) b
+             WHERE c.ids IS NOT NULL
+            ON CONFLICT DO NOTHING
+            """, [app, uid, deviceID, moves.map(\.thread), moves.map(\.fromAt), moves.map(\.fromID), moves.map(\.toAt), moves.map(\.toID)])
+        return rows.affectedRows
+    }
+}
