@@ -6,6 +6,7 @@
 #   documented schema, content type or headers, any undocumented status code, and any request
 #   the document calls invalid that the server accepts;
 # - PyJWT's tokens are checked on the user routes (scripts/contract_tokens.py);
+# - webhook deliveries are verified by the standardwebhooks package (scripts/contract_webhooks.py);
 # - the operator console runs in a headless Chromium (scripts/console_test.py; Debian's chromium,
 #   installed if missing; HERALD_SKIP_CONSOLE=1 skips it).
 #
@@ -103,6 +104,8 @@ echo "contract: herald serve on $base, app $app" >&2
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_seed.py "$base" "$key"
 # User tokens minted by PyJWT must work (and bad ones fail) before schemathesis uses one.
 user_token=$(PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_tokens.py "$base" "$key" "$app")
+# Webhook delivery verified by the standardwebhooks package, and the README's receiver.
+PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_webhooks.py "$base"
 # The served document (the file plus the /v1/me mirror Herald derives) is valid OpenAPI too.
 "$venv/bin/python" -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
   "$base/openapi.json" > "$out/openapi.served.json"
