@@ -234,8 +234,16 @@ extension Bench {
     // MARK: W5, jobs
 
     func jobs(keys: [String: String]) throws {
+        // Two devices per member (SPEC §13.1): every claimed job carries its recipient's devices.
+        let devices = try database().query("""
+            INSERT INTO devices (app, uid, id, platform, token, topic)
+            SELECT $1, 'b' || g, d.id, d.platform, d.id || '-token-' || g, CASE WHEN d.platform = 'apns' THEN 'com.example.chat' END
+              FROM generate_series(0, $2::int - 1) AS g
+             CROSS JOIN (VALUES ('phone', 'apns'), ('tablet', 'fcm')) AS d(id, platform)
+            ON CONFLICT DO NOTHING
+            """, [bigApp, options.quick ? 20_000 : 100_000]).affectedRows
         let ready = try count("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'ready'", [bigApp])
-        say("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready …")
+        say("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready, \(format(Double(devices))) devices (2 per user) …")
         let host = self.host, port = self.port
         let worker = keys["worker"]
         let result = runLoad(workers: 4, seconds: options.seconds) { _, log in
@@ -251,8 +259,9 @@ extension Bench {
                        error: "ack: \(acked.status) \(acked.text.prefix(200))")
             return true
         }
-        add("W5 jobs: 4 workers, claim 100 + ack (per round)", format(result.perSecond) + " jobs/s", result,
-            goal: "≥ 25,000 jobs/s", met: result.perSecond >= 25_000)
+        add("W5 jobs: 4 workers, claim 100 + ack (per round), 2 devices per user", format(result.perSecond) + " jobs/s", result,
+            goal: "≥ 25,000 jobs/s" + (l2RowsPerSecond > 0 ? ", " + format(result.perSecond / l2RowsPerSecond, digits: 3) + " of L2" : ""),
+            met: result.perSecond >= 25_000)
     }
 
     /// The (id, attempt) of each job of a claim's answer, read without a JSON parser: every job is
