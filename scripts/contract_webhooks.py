@@ -143,10 +143,24 @@ def main():
             fail("the README's receiver did not start")
         status, _ = call(base, "PATCH", "/v1/settings/notifications", key, {"delivery": {"url": f"http://127.0.0.1:{port}/hook"}})
         post_message(3)
-        lines = [readme.stdout.readline().split() for _ in range(2)]
+        lines = []
+
+        def read_two():
+            for _ in range(2):
+                lines.append(readme.stdout.readline().split())
+        reader = threading.Thread(target=read_two, daemon=True)
+        reader.start()
+        reader.join(20)
+        if len(lines) < 2:
+            fail(f"the README's receiver printed {len(lines)} of 2 jobs within 20 s")
         if sorted(line[1] for line in lines) != ["wh-b", "wh-c"] or any(line[2] != "message" for line in lines):
             fail(f"the README's receiver printed {lines}")
-        headers, body = received[0]
+        headers, body = received[2]   # signed with the current secret: only the tampering makes it fail
+        signed = {name: value for name, value in headers.items() if name.lower().startswith("webhook-")}
+        with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/hook", data=body, method="POST", headers=signed),
+                                    timeout=5) as replay:
+            if replay.status != 200:
+                fail(f"the README's receiver refused an intact delivery: {replay.status}")
         tampered = urllib.request.Request(f"http://127.0.0.1:{port}/hook", data=body.replace(b"hello", b"HELLO"), method="POST",
                                           headers={name: value for name, value in headers.items() if name.lower().startswith("webhook-")})
         try:

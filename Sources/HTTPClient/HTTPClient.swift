@@ -61,8 +61,9 @@ public struct OutboundResponse: Sendable {
 ///
 /// This module holds every call into libcurl. `perform` runs under a lock: one batch at a time.
 public final class HTTPClient: @unchecked Sendable {
-    /// The part of an answer's body kept (a receiver's `{"invalidDevices": […]}`, a gorush log).
-    public static let maxBodyBytes = 1 << 20
+    /// The part of an answer's body kept (a receiver's `{"invalidDevices": […]}`, a gorush log);
+    /// the rest is read and dropped, so a hostile receiver cannot make Herald hold much.
+    public static let maxBodyBytes = 64 * 1024
 
     public enum Progress {
         case started(Int)
@@ -117,15 +118,20 @@ public final class HTTPClient: @unchecked Sendable {
     }
 
     /// Sends every request, at most `limit(group)` of a group at a time, starting them in order
-    /// within a group; returns the answers in the requests' order. `progress` hears each start
+    /// within a group; returns the answers in the requests' order. `prepare` may change a request
+    /// just before it starts (a signature over the time it is sent); `progress` hears each start
     /// and end, on the calling thread. Once `shouldStart` says no, requests not started yet are
     /// answered `.notSent` (those in flight finish).
     public func perform(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool = { true },
+                        prepare: (Int, inout OutboundRequest) -> Void = { _, _ in },
                         progress: (Progress) -> Void = { _ in }) -> [OutboundResponse] {
-        state.withLock { state in run(requests, limit: limit, shouldStart: shouldStart, progress: progress, state: state) }
+        state.withLock { state in
+            run(requests, limit: limit, shouldStart: shouldStart, prepare: prepare, progress: progress, state: state)
+        }
     }
 
-    private func run(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool, progress: (Progress) -> Void,
+    private func run(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool,
+                     prepare: (Int, inout OutboundRequest) -> Void, progress: (Progress) -> Void,
                      state: State) -> [OutboundResponse] {
         var results = [OutboundResponse?](repeating: nil, count: requests.count)
         // Pending requests per group, in order; groups in the order they first appear.
@@ -161,13 +167,21 @@ public final class HTTPClient: @unchecked Sendable {
                     head += 1
                     let transfer = Transfer(index: index, group: group)
                     let handle = state.idle.popLast() ?? curl_easy_init()!
-                    if let failure = configure(handle, requests[index], transfer) {
+                    var request = requests[index]
+                    prepare(index, &request)
+                    if let failure = configure(handle, request, transfer) {
                         results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: failure, seconds: 0)
                         remaining -= 1
                         release(handle, transfer, state: state, removeFromMulti: false)
                         continue
                     }
-                    curl_multi_add_handle(state.multi, handle)
+                    guard curl_multi_add_handle(state.multi, handle) == CURLM_OK else {
+                        results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: .other("could not start the request"),
+                                                          seconds: 0)
+                        remaining -= 1
+                        release(handle, transfer, state: state, removeFromMulti: false)
+                        continue
+                    }
                     active[handle] = transfer
                     running[group, default: 0] += 1
                     progress(.started(index))

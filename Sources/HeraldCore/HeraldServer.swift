@@ -7,6 +7,8 @@ public final class HeraldServer: Sendable {
     public let service: RequestPipeline
     public let http: HTTPServer
     public let database: PostgresPool
+    /// Built-in delivery's own connections, so that delivering never takes one a request needs.
+    public let deliveryDatabase: PostgresPool
     public let maintenance: Maintenance
     /// What runs, in start order; shutdown stops it in reverse (swift-service-lifecycle's shape).
     let components: [any Component]
@@ -36,7 +38,10 @@ public final class HeraldServer: Sendable {
         let metrics = Metrics()
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
-        let delivery = DeliveryLoop(database: database, metrics: metrics, logger: logger)
+        deliveryDatabase = PostgresPool(configuration: .init(
+            connectionString: databaseURL, size: configuration.deliveryPoolSize, acquireTimeoutSeconds: 30,
+            applicationName: "herald-delivery"))
+        let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),
@@ -58,6 +63,7 @@ public final class HeraldServer: Sendable {
                 // the address cannot be bound: what started stops again, in reverse
                 for started in components[..<index].reversed() { started.stop() }
                 database.close()
+                deliveryDatabase.close()
                 throw error
             }
         }
@@ -70,6 +76,7 @@ public final class HeraldServer: Sendable {
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
         for component in components.reversed() { component.stop() }
         database.close()
+        deliveryDatabase.close()
         service.services.logger.info("stopped")
     }
 }

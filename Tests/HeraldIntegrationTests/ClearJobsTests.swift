@@ -14,15 +14,18 @@ struct ClearJobsTests {
         environment = try TestEnvironment.shared()
     }
 
-    /// alice starts threads m1 (and m2); bob replies; alice's reply jobs are claimed.
-    func setUp(threads: [String] = ["m1"], replies: Int = 2) throws -> TestApp {
+    /// alice starts threads m1 (and m2, …) in g1 (and those of `elsewhere` in g2); bob replies.
+    func setUp(threads: [String] = ["m1"], elsewhere: [String] = [], replies: Int = 2) throws -> TestApp {
         let app = try environment.makeApp(prefix: "clear")
-        try app.ingest(["alice", "bob"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: past - 100_000) }, client: client)
-        for (index, thread) in threads.enumerated() {
+        for group in ["g1", "g2"] {
+            try app.ingest(["alice", "bob"].map { Events.member("join-\(group)-\($0)", "member.joined", group: group, uid: $0, at: past - 100_000) },
+                           client: client)
+        }
+        for (index, (thread, group)) in (threads.map { ($0, "g1") } + elsewhere.map { ($0, "g2") }).enumerated() {
             let base = past + Int64(index) * 1000
-            try app.ingest([Events.message("e-\(thread)", id: thread, sender: "alice", at: base, text: "topic")]
-                           + (1...replies).map { Events.message("e-\(thread)-r\($0)", id: "\(thread)-r\($0)", sender: "bob", parent: thread,
-                                                                at: base + Int64($0), text: "reply \($0)") },
+            try app.ingest([Events.message("e-\(thread)", id: thread, sender: "alice", group: group, at: base, text: "topic")]
+                           + (1...replies).map { Events.message("e-\(thread)-r\($0)", id: "\(thread)-r\($0)", sender: "bob", group: group,
+                                                                parent: thread, at: base + Int64($0), text: "reply \($0)") },
                            client: client)
         }
         for (id, platform) in [("phone", "apns"), ("tablet", "fcm")] {
@@ -86,14 +89,14 @@ struct ClearJobsTests {
 
     @Test("marking every thread read: one clear job per thread with claimed replies; the badge counts what is left unread")
     func readAll() throws {
-        let app = try setUp(threads: ["m1", "m2", "m3"], replies: 1)
+        let app = try setUp(threads: ["m1", "m2", "m3"], elsewhere: ["m9"], replies: 1)
         _ = try claim(app)
-        let marked = try client.post("/v1/users/alice/threads/read", token: app.serverKey, json: #"{"deviceId": "tablet"}"#)
+        let marked = try client.post("/v1/users/alice/threads/read?guid=g1", token: app.serverKey, json: #"{"deviceId": "tablet"}"#)
         #expect(marked.status == 200 && marked.json["updated"] as? Int == 3, "\(marked.text)")
         let jobs = try claim(app)
         #expect(jobs.count == 3 && jobs.allSatisfy { $0["kind"] as? String == "clear" && $0["excludeDevice"] as? String == "tablet" })
         #expect(Set(jobs.compactMap { ($0["data"] as? [String: Any])?["parentMessageId"] as? String }) == ["m1", "m2", "m3"])
-        #expect(jobs.allSatisfy { ($0["data"] as? [String: Any])?["badge"] as? Int == 0 })
+        #expect(jobs.allSatisfy { ($0["data"] as? [String: Any])?["badge"] as? Int == 1 }, "m9, in g2, is still unread")
         let refused = try client.post("/v1/users/alice/threads/read", token: app.serverKey, json: #"{"deviceId": ""}"#)
         #expect(refused.status == 400 && refused.errorParams["field"] as? String == "deviceId")
     }

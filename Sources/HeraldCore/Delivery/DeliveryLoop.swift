@@ -38,13 +38,21 @@ public final class DeliveryLoop: Sendable {
             }
             return .idle(seconds: 2)
         }, drain: { [self] in
-            for deliverer in deliverers.withLock({ state in defer { state.removeAll() }; return Array(state.values) }) {
-                deliverer.stop()
-            }
+            Self.stopAll(deliverers.withLock { state in defer { state.removeAll() }; return Array(state.values) })
         })
     }
 
-    public func stop() { loop.stop(timeout: 60) }
+    /// Stops deliverers together (each finishes its requests in flight and gives back what it
+    /// did not send), not one after another.
+    static func stopAll(_ deliverers: [AppDeliverer]) {
+        let group = DispatchGroup()
+        for deliverer in deliverers {
+            DispatchQueue.global().async(group: group) { deliverer.stop() }
+        }
+        group.wait()
+    }
+
+    public func stop() { loop.stop(timeout: 90) }
 
     /// Starts a deliverer for each app that delivers, passes it its settings, and stops those
     /// of apps that no longer do.
@@ -79,7 +87,7 @@ public final class DeliveryLoop: Sendable {
                 }
             }
         }
-        for deliverer in stopped { deliverer.stop() }
+        Self.stopAll(stopped)
         for deliverer in started { deliverer.start() }
     }
 }
@@ -102,14 +110,20 @@ final class AppDeliverer: Sendable {
     /// The batch claimed while the previous one was being sent.
     private let prefetched = Mutex<Batch?>(nil)
 
-    /// Claimed jobs and what to send them with.
+    /// Claimed jobs and what to send them with: the settings they were claimed under (their
+    /// lease was computed from them), whatever changes meanwhile.
     struct Batch: Sendable {
         let jobs: [JobPayload]
         let secrets: [WebhookSecret]
+        let settings: DeliverySettings
     }
 
-    /// Jobs per claim: enough to keep `concurrency` requests busy between two claims.
-    static func batchSize(_ settings: DeliverySettings) -> Int { min(1000, settings.concurrency * 32) }
+    /// Jobs per claim: enough to keep `concurrency` requests busy between two claims (32 rounds),
+    /// and few enough that the lease fits in the queue's longest (an hour) with slow timeouts.
+    static func batchSize(_ settings: DeliverySettings) -> Int {
+        let rounds = min(32, max(1, (3570 * 1000) / (2 * settings.timeoutMs)))
+        return min(1000, settings.concurrency * rounds)
+    }
 
     /// The lease covers, at the worst (every request times out), waiting for the batch before
     /// and sending this one.
@@ -117,6 +131,10 @@ final class AppDeliverer: Sendable {
         let rounds = (batchSize(settings) + settings.concurrency - 1) / settings.concurrency
         return min(3600, (2 * rounds * settings.timeoutMs + 999) / 1000 + 30)
     }
+
+    /// With nothing to send, the next look (ingest wakes the loop sooner): retries coming due,
+    /// other instances' jobs, expired leases.
+    static let idleSeconds = 1.0
 
     init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger) {
         self.app = app
@@ -147,18 +165,18 @@ final class AppDeliverer: Sendable {
     private func claim(_ settings: DeliverySettings) throws -> Batch? {
         let batch = try database.withTransaction { connection in
             Batch(jobs: try JobQueue.claim(app: app, max: Self.batchSize(settings), leaseSeconds: Self.leaseSeconds(settings), on: connection),
-                  secrets: try DeliverySecretStore().live(app: app, on: connection))
+                  secrets: try DeliverySecretStore().live(app: app, on: connection), settings: settings)
         }
         metrics.add(.jobsClaimed, batch.jobs.count)
         return batch.jobs.isEmpty ? nil : batch
     }
 
     private func pass() -> BackgroundLoop.Next {
-        let settings = settings.withLock { $0 }
+        let current = settings.withLock { $0 }
         let batch: Batch
         do {
-            guard let next = try prefetched.withLock({ state in defer { state = nil }; return state }) ?? claim(settings) else {
-                return .idle(seconds: 0.25)
+            guard let next = try prefetched.withLock({ state in defer { state = nil }; return state }) ?? claim(current) else {
+                return .idle(seconds: Self.idleSeconds)
             }
             batch = next
         } catch {
@@ -166,12 +184,13 @@ final class AppDeliverer: Sendable {
             return .idle(seconds: 1)
         }
         // The next batch is claimed while this one is sent (unless this one was short: then
-        // the queue is empty for now).
+        // the queue is empty for now), with the settings in force now.
+        let settings = batch.settings
         let full = batch.jobs.count == Self.batchSize(settings)
         let next = LaneResult()
         if full {
             lane.async { [self] in
-                do { next.finish(try claim(settings)) } catch {
+                do { next.finish(try claim(current)) } catch {
                     logger.warn("delivery: a claim failed", ["error": .string(String(describing: error))])
                     next.finish(nil)
                 }
@@ -184,31 +203,34 @@ final class AppDeliverer: Sendable {
                             ["error": .string(String(describing: error))])
             }
         }
-        guard full else { return .idle(seconds: 0.25) }
-        guard let claimed = next.wait() else { return .idle(seconds: 0.25) }
+        guard full else { return .idle(seconds: Self.idleSeconds) }
+        guard let claimed = next.wait() else { return .idle(seconds: Self.idleSeconds) }
         prefetched.withLock { $0 = claimed }
         return .again
     }
 
     /// Sends a batch; the outcome of each job, in the batch's order.
     private func send(_ batch: Batch, settings: DeliverySettings) -> [DeliveryRequest.Outcome] {
-        let now = currentTimeMilliseconds()
         var requests: [OutboundRequest] = []
         var sent: [Int] = []   // the job each request is for
         var outcomes = [DeliveryRequest.Outcome](repeating: .delivered(invalidDevices: []), count: batch.jobs.count)
         for (index, job) in batch.jobs.enumerated() {
             // nil: nothing to send (no device gorush serves), which acknowledges the job
-            if let request = DeliveryRequest.make(job: job, settings: settings, secrets: batch.secrets, group: 0, nowSeconds: now / 1000) {
+            if let request = DeliveryRequest.make(job: job, settings: settings, group: 0) {
                 requests.append(request)
                 sent.append(index)
             }
         }
-        let responses = client.perform(requests, limit: { _ in settings.concurrency }, shouldStart: { [loop] in !loop.isStopping }) { event in
+        let responses = client.perform(requests, limit: { _ in settings.concurrency }, shouldStart: { [loop] in !loop.isStopping },
+                                       prepare: { position, request in
+            DeliveryRequest.sign(&request, jobID: batch.jobs[sent[position]].id, secrets: batch.secrets,
+                                 nowSeconds: currentTimeMilliseconds() / 1000)
+        }, progress: { event in
             switch event {
             case .started: metrics.deliveryStarted()
             case .finished(_, let response): metrics.deliveryFinished(seconds: response.seconds)
             }
-        }
+        })
         let finished = currentTimeMilliseconds()
         for (position, response) in responses.enumerated() {
             let index = sent[position]

@@ -17,10 +17,10 @@ enum DeliveryRequest {
         case notSent
     }
 
-    /// The request for a job; nil when there is nothing to send (gorush mode, and no device on
-    /// a platform gorush serves), which acknowledges the job.
-    static func make(job: JobPayload, settings: DeliverySettings, secrets: [WebhookSecret], group: Int,
-                     nowSeconds: Int64) -> OutboundRequest? {
+    /// The request for a job, not signed yet (`sign` does, when it is sent); nil when there is
+    /// nothing to send (gorush mode, and no device on a platform gorush serves), which
+    /// acknowledges the job.
+    static func make(job: JobPayload, settings: DeliverySettings, group: Int) -> OutboundRequest? {
         var body: [UInt8]
         switch settings.mode {
         case .pull:
@@ -33,12 +33,18 @@ enum DeliveryRequest {
             guard let gorush = gorushBody(job) else { return nil }
             body = gorush
         }
-        let id = wireJobID(job.id)
-        var headers = ["webhook-id: \(id)", "webhook-timestamp: \(nowSeconds)"]
-        if !secrets.isEmpty {
-            headers.append("webhook-signature: " + WebhookSecret.header(secrets: secrets, id: id, timestamp: nowSeconds, body: body))
-        }
-        return OutboundRequest(url: settings.url ?? "", headers: headers, body: body, timeoutMs: settings.timeoutMs, group: group)
+        return OutboundRequest(url: settings.url ?? "", headers: ["webhook-id: \(wireJobID(job.id))"], body: body,
+                               timeoutMs: settings.timeoutMs, group: group)
+    }
+
+    /// Adds `webhook-timestamp` (now: Standard Webhooks receivers refuse a timestamp more than 5
+    /// minutes away from theirs, so it is the time of sending, not of the batch) and
+    /// `webhook-signature`, one signature per live secret.
+    static func sign(_ request: inout OutboundRequest, jobID: Int64, secrets: [WebhookSecret], nowSeconds: Int64) {
+        request.headers.append("webhook-timestamp: \(nowSeconds)")
+        guard !secrets.isEmpty else { return }
+        request.headers.append("webhook-signature: "
+                               + WebhookSecret.header(secrets: secrets, id: wireJobID(jobID), timestamp: nowSeconds, body: request.body))
     }
 
     /// gorush platforms (its `POST /api/push`): 1 iOS (APNs), 2 Android (FCM).
@@ -178,17 +184,25 @@ enum DeliveryRequest {
         }
     }
 
-    /// The job's devices whose tokens gorush logged as `failed-push` (its answer in sync mode).
+    /// The errors of a `failed-push` that say the token itself is bad (APNs' reasons, FCM's
+    /// codes and messages), lower-cased. Other failures (APNs or FCM down, throttled, a network
+    /// error) say nothing about the device, which stays.
+    static let badTokenErrors = ["unregistered", "baddevicetoken", "devicetokennotfortopic", "notregistered", "not-registered",
+                                 "invalidregistration", "invalid-registration-token", "mismatchsenderid",
+                                 "requested entity was not found"]
+
+    /// The job's devices whose tokens gorush logged as `failed-push` with a bad-token error
+    /// (its answer in sync mode).
     static func gorushFailedDevices(_ body: [UInt8], job: JobPayload) -> [String] {
         guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body), case .array(let logs)? = object["logs"] else {
             return []
         }
         var failed: Set<String> = []
         for entry in logs {
-            guard case .object(let log) = entry, case .string("failed-push")? = log["type"], case .string(let token)? = log["token"] else {
-                continue
-            }
-            failed.insert(token)
+            guard case .object(let log) = entry, case .string("failed-push")? = log["type"], case .string(let token)? = log["token"],
+                  case .string(let error)? = log["error"] else { continue }
+            let lowered = error.lowercased()
+            if badTokenErrors.contains(where: { lowered.contains($0) }) { failed.insert(token) }
         }
         return job.devices.filter { failed.contains($0.token) && gorushPlatforms[$0.platform] != nil }.map(\.id)
     }

@@ -11,6 +11,8 @@ public struct Configuration: Sendable, Equatable {
     public var threads: Int
     /// Database connections (`HERALD_DB_POOL_SIZE`, default: the thread count).
     public var databasePoolSize: Int
+    /// Database connections of built-in delivery, apart from the requests' (`HERALD_DELIVERY_POOL_SIZE`).
+    public var deliveryPoolSize = 4
     /// Milliseconds a request waits for a database connection before 429 (`HERALD_DB_ACQUIRE_TIMEOUT_MS`).
     public var databaseAcquireTimeoutMs: Int
     /// Largest request body in bytes (`HERALD_MAX_BODY_BYTES`).
@@ -56,6 +58,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_THREADS", "HTTP worker threads (default 16)"),
         ("HERALD_DB_POOL_SIZE", "database connections (default: HERALD_THREADS)"),
         ("HERALD_DB_ACQUIRE_TIMEOUT_MS", "wait for a free connection before 429 (default 5000)"),
+        ("HERALD_DELIVERY_POOL_SIZE", "database connections of built-in delivery, apart from the requests' (default 4)"),
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
         ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 1024)"),
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
@@ -99,6 +102,7 @@ public struct Configuration: Sendable, Equatable {
         if let threads = try integer("HERALD_THREADS", 1...512) { self.threads = threads }
         databasePoolSize = try integer("HERALD_DB_POOL_SIZE", 1...512) ?? threads
         if let timeout = try integer("HERALD_DB_ACQUIRE_TIMEOUT_MS", 1...600_000) { databaseAcquireTimeoutMs = timeout }
+        if let size = try integer("HERALD_DELIVERY_POOL_SIZE", 1...256) { deliveryPoolSize = size }
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
