@@ -178,7 +178,10 @@ const ENUMS = {
   dnd: ["DISABLED", "ENABLED"],
   privacyTemplateMode: ["DEFAULT", "PRIVACY", "USER_CHOICE"],
   messageEdited: ["NOTIFY", "DONT_NOTIFY"], messageDeleted: ["NOTIFY", "DONT_NOTIFY"],
+  mode: ["pull", "webhook", "gorush"],
 };
+// Fields Herald sets itself: shown, never sent back.
+const READ_ONLY = new Set(["delivery.secretSet"]);
 // The order of SPEC §7.1 (the API answers keys sorted); keys not listed follow, as answered.
 const ORDER = ["groupPreferences", "oneOnOnePreferences", "messages", "replies", "quotedReplies", "reactions", "memberJoined",
   "memberAdded", "memberLeft", "memberKicked", "memberBanned", "memberUnbanned", "memberScopeChanged", "mutePreferences", "dnd",
@@ -216,6 +219,7 @@ function scheduleInputs(path, schedule) {
 
 function fieldRow(path, value, overridable) {
   const control = path.endsWith(".schedule") ? scheduleInputs(path, value) : input(path, value);
+  if (READ_ONLY.has(path)) control.disabled = true;
   const override = overridable === undefined ? el("span") : el("label", { class: "override" },
     el("input", { type: "checkbox", name: `${path}.userCanOverride`, checked: overridable }), "users may override");
   return el("div", { class: "field" }, el("span", { class: "name", text: path }), control, override,
@@ -258,6 +262,8 @@ function settingsPatch(settings) {
       return schedule;
     }
     const control = form.elements[path];
+    // A field that was null (delivery.url before one is set) stays null while left empty.
+    if (like === null || like === undefined) return control.value.trim() === "" ? null : control.value;
     if (typeof like === "boolean") return control.checked;
     if (typeof like === "number") return control.value.trim() === "" ? null : Number(control.value);
     if (Array.isArray(like)) return control.value.split("\n").map((line) => line.trim()).filter(Boolean);
@@ -275,7 +281,9 @@ function settingsPatch(settings) {
       }
     } else if (value && typeof value === "object" && !Array.isArray(value)) {
       patch[key] = {};
-      for (const [name, item] of Object.entries(value)) patch[key][name] = read(`${key}.${name}`, item);
+      for (const [name, item] of Object.entries(value)) {
+        if (!READ_ONLY.has(`${key}.${name}`)) patch[key][name] = read(`${key}.${name}`, item);
+      }
     } else {
       patch[key] = read(key, value);
     }
@@ -297,8 +305,12 @@ const settings = {
     $("#settings-status").textContent = "";
     try {
       this.loaded = await api("PATCH", "/v1/settings/notifications", settingsPatch(this.loaded));
+      // The first push mode makes delivery's signing secret: shown here this once, not kept in the form.
+      const secret = this.loaded.delivery && this.loaded.delivery.secret;
+      if (this.loaded.delivery) delete this.loaded.delivery.secret;
       settingsForm(this.loaded);
-      $("#settings-status").textContent = `Saved at ${new Date().toLocaleTimeString()}.`;
+      $("#settings-status").textContent = `Saved at ${new Date().toLocaleTimeString()}.`
+        + (secret ? ` Webhook signing secret (shown once, keep it): ${secret}` : "");
     } catch (error) { showError(view, error); }
   },
   async restore() {

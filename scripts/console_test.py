@@ -123,6 +123,21 @@ def main():
         check(settings["groupPreferences"]["replies"] == {"value": "SUBSCRIBE_TO_SUBSCRIBED_THREADS", "userCanOverride": False},
               "the saved default through the API: %s" % settings["groupPreferences"]["replies"])
 
+        # Built-in delivery: the first push mode shows the signing secret once; secretSet is shown, not sent.
+        check(page.locator("input[name='delivery.secretSet']").is_disabled(), "delivery.secretSet is read-only in the form")
+        page.select_option("select[name='delivery.mode']", "webhook")
+        page.fill("input[name='delivery.url']", "http://127.0.0.1:9/hook")
+        page.click("[data-action=save-settings]")
+        expect(page.locator("#settings-status")).to_contain_text("whsec_")
+        delivery = call("GET", "/v1/settings/notifications", server)[1]["delivery"]
+        check(delivery["mode"] == "webhook" and delivery["secretSet"] is True and "secret" not in delivery,
+              "delivery through the API: %s" % delivery)
+        page.select_option("select[name='delivery.mode']", "pull")
+        page.click("[data-action=save-settings]")
+        expect(page.locator("#settings-status")).to_contain_text("Saved")
+        check("whsec_" not in page.locator("#settings-status").inner_text(), "the secret is shown once")
+        check(call("GET", "/v1/settings/notifications", server)[1]["delivery"]["mode"] == "pull", "delivery back to pull")
+
         # A validation error shows at its field, and nothing is saved.
         page.fill("input[name=largeGroupThreshold]", "0")
         page.click("[data-action=save-settings]")
