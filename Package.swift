@@ -60,7 +60,7 @@ let package = Package(
         // the cluster); each suite skips itself, saying why, when DATABASE_URL is not set.
         .testTarget(
             name: "HeraldIntegrationTests",
-            dependencies: ["HeraldTestSupport", "HeraldCore", "HTTPServer", "JSON", "Postgres", "Secrets"],
+            dependencies: ["HeraldTestSupport", "HeraldCore", "HTTPClient", "HTTPServer", "JSON", "Postgres", "Secrets"],
             swiftSettings: strict
         ),
         // Whole-system behaviour: crashes, restarts, shutdown, migrations, large fan-outs — child
