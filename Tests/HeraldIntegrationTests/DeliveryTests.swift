@@ -18,12 +18,8 @@ struct DeliveryTests {
         environment = try TestEnvironment.shared()
     }
 
-    /// An app whose group g1 has these members.
     func app(members: [String]) throws -> TestApp {
-        let app = try environment.makeApp(prefix: "delivery")
-        let joins = members.map { Events.member("join-\($0)", "member.joined", uid: $0, at: past - 100_000) }
-        try app.ingest(joins, client: client)
-        return app
+        try environment.makeApp(prefix: "delivery", members: members, joinedAt: past - 100_000)
     }
 
     func patch(_ app: TestApp, _ body: Any) throws -> HTTPResult {

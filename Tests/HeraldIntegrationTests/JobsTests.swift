@@ -16,13 +16,7 @@ struct JobsTests {
     }
 
     func app(members: [String]) throws -> TestApp {
-        let app = try environment.makeApp(prefix: "jobs")
-        for start in stride(from: 0, to: members.count, by: 1000) {
-            let slice = members[start..<min(members.count, start + 1000)]
-            let joins = slice.enumerated().map { Events.member("join-\($0.element)", "member.joined", uid: $0.element, at: past - 100_000) }
-            #expect(try app.post(joins, client: client).json["accepted"] as? Int == slice.count)
-        }
-        return app
+        try environment.makeApp(prefix: "jobs", members: members, joinedAt: past - 100_000)
     }
 
     func claim(_ app: TestApp, max: Int = 100, lease: Int = 30, wait: Int = 0) throws -> [[String: Any]] {

@@ -85,5 +85,19 @@ extension TestApp {
     }
 }
 
+extension TestEnvironment {
+    /// A fresh app whose group g1 has these members, joined at `joinedAt` (posted 1,000 a batch).
+    func makeApp(prefix: String, members: [String], joinedAt: Int64,
+                 sourceLocation: SourceLocation = #_sourceLocation) throws -> TestApp {
+        let app = try makeApp(prefix: prefix)
+        for start in stride(from: 0, to: members.count, by: 1000) {
+            let slice = members[start..<min(members.count, start + 1000)]
+            try app.ingest(slice.map { Events.member("join-\($0)", "member.joined", uid: $0, at: joinedAt) }, client: client,
+                           sourceLocation: sourceLocation)
+        }
+        return app
+    }
+}
+
 /// Now, in epoch milliseconds.
 func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
