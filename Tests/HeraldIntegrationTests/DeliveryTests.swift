@@ -172,16 +172,19 @@ struct DeliveryTests {
         #expect(try jobRows(app).map(\.attempt) == [2], "the first attempt timed out")
         #expect(slow.deliveries.map { $0.json["attempt"] as? Int } == [1, 2])
 
-        // Down: connections to the port are refused; then a receiver comes up there.
+        // Down: connections to the port are refused; then a receiver comes up there. (An app of
+        // its own: another instance — the two-instance test's — may still hold an app's old URL
+        // for up to the 2 s between its reads of the settings.)
         let down = try DownPort()
         let port = down.port
-        _ = try patch(app, ["delivery": ["url": "http://127.0.0.1:\(port)/hook", "timeoutMs": 1000]])
-        try app.ingest([Events.message("e2", id: "m2", sender: "alice", at: past + 1, text: "later")], client: client)
-        #expect(try eventually(seconds: 20) { try jobRows(app).last.map { $0.attempt >= 2 && $0.error?.contains("connection failed") == true } ?? false })
+        let other = try self.app(members: ["alice", "bob"])
+        _ = try webhook(other, "http://127.0.0.1:\(port)/hook", timeoutMs: 1000)
+        try other.ingest([Events.message("e2", id: "m2", sender: "alice", at: past + 1, text: "later")], client: client)
+        #expect(try eventually(seconds: 20) { try jobRows(other).last.map { $0.attempt >= 2 && $0.error?.contains("connection failed") == true } ?? false })
         down.release()
         let back = try Receiver(port: port)
         defer { back.stop() }
-        #expect(try eventually(seconds: 30) { try jobRows(app).last?.state == "acked" })
+        #expect(try eventually(seconds: 30) { try jobRows(other).last?.state == "acked" })
         #expect(back.deliveries.count == 1, "delivered once when the receiver is back")
     }
 
