@@ -172,7 +172,7 @@ struct DeliveryTests {
         #expect(try jobRows(app).map(\.attempt) == [2], "the first attempt timed out")
         #expect(slow.deliveries.map { $0.json["attempt"] as? Int } == [1, 2])
 
-        // Down: connections to the port are refused; then a receiver comes up there. (An app of
+        // Down: connections to the port are refused; then a receiver comes up on it. (An app of
         // its own: another instance — the two-instance test's — may still hold an app's old URL
         // for up to the 2 s between its reads of the settings.)
         let down = try DownPort()
@@ -181,11 +181,10 @@ struct DeliveryTests {
         _ = try webhook(other, "http://127.0.0.1:\(port)/hook", timeoutMs: 1000)
         try other.ingest([Events.message("e2", id: "m2", sender: "alice", at: past + 1, text: "later")], client: client)
         #expect(try eventually(seconds: 20) { try jobRows(other).last.map { $0.attempt >= 2 && $0.error?.contains("connection failed") == true } ?? false })
-        down.release()
-        let back = try Receiver(port: port)
-        defer { back.stop() }
+        down.comeUp()
+        defer { down.stop() }
         #expect(try eventually(seconds: 30) { try jobRows(other).last?.state == "acked" })
-        #expect(back.deliveries.count == 1, "delivered once when the receiver is back")
+        #expect(down.requests == 1, "delivered once when the receiver is back")
     }
 
     @Test("invalidDevices in a receiver's 2xx body removes those devices")
@@ -251,6 +250,7 @@ struct DeliveryTests {
         let second = try HeraldCoreServer.start(try TestEnvironment.configuration())
         defer { second.shutdown() }
         _ = try webhook(app, receiver.url, concurrency: 1)
+        usleep(2_500_000)   // the second instance reads which apps deliver every 2 s
         try app.ingest((0..<10).map { Events.message("e\($0)", id: "m\($0)", sender: "alice", at: past + Int64($0), text: "n\($0)") },
                        client: client)
         #expect(try eventually(seconds: 60) { try jobRows(app).allSatisfy { $0.state == "acked" } })

@@ -17,16 +17,27 @@ struct OutboundTLSTests {
         let made = try runCommand(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1", "-days", "1",
                                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", directory + "/key.pem", "-out", directory + "/cert.pem"])
         try #require(made.status == 0, "openssl req: \(made.output)")
-        let port = try DownPort()   // reserved, then handed to s_server
-        port.release()
-        let server = try Subprocess(["openssl", "s_server", "-accept", "127.0.0.1:\(port.port)", "-cert", directory + "/cert.pem",
-                                     "-key", directory + "/key.pem", "-www", "-quiet"])
+        // A free port for s_server: reserved, then freed just before it binds; if something took
+        // it meanwhile, s_server exits at once and another port is tried.
+        var server: Subprocess?
+        var port = 0
+        for _ in 0..<5 where server == nil {
+            let reserved = try DownPort()
+            port = reserved.port
+            reserved.stop()
+            let started = try Subprocess(["openssl", "s_server", "-accept", "127.0.0.1:\(port)", "-cert", directory + "/cert.pem",
+                                          "-key", directory + "/key.pem", "-www", "-quiet"])
+            usleep(300_000)
+            var status: Int32 = 0
+            if waitpid(started.pid, &status, WNOHANG) == 0 { server = started }
+        }
+        let running = try #require(server, "s_server did not start")
         defer {
-            kill(server.pid, SIGKILL)   // s_server does not stop on SIGTERM
-            _ = server.wait()
+            kill(running.pid, SIGKILL)   // s_server does not stop on SIGTERM
+            _ = running.wait()
         }
         let client = HTTPClient(userAgent: "test")
-        let request = OutboundRequest(url: "https://127.0.0.1:\(port.port)/hook", headers: [], body: Array("{}".utf8), timeoutMs: 2000)
+        let request = OutboundRequest(url: "https://127.0.0.1:\(port)/hook", headers: [], body: Array("{}".utf8), timeoutMs: 2000)
         var response = client.perform([request], limit: { _ in 1 })[0]
         for _ in 0..<50 {
             guard case .connect? = response.failure else { break }

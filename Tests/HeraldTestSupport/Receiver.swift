@@ -51,10 +51,14 @@ final class Receiver: Sendable {
 }
 
 /// A loopback port held by a socket that is bound but not listening: connections to it are
-/// refused (a receiver that is down), and no other test can take the port until `release()`.
+/// refused (a receiver that is down). `comeUp()` starts listening on the same socket and answers
+/// every request 200, counting them — the port is never let go, so nothing else can take it
+/// between the two (a freed port can be taken by any outgoing connection's local end).
 final class DownPort: Sendable {
     let port: Int
     private let socket: Int32
+    private let served = Mutex(0)
+    private let stopped = Atomic<Bool>(false)
 
     init() throws {
         let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -71,6 +75,42 @@ final class DownPort: Sendable {
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 
-    /// Frees the port for a receiver to listen on.
-    func release() { close(socket) }
+    /// Requests answered since `comeUp()`.
+    var requests: Int { served.withLock { $0 } }
+
+    /// Listens and answers each request `200` (one request per connection).
+    func comeUp() {
+        listen(socket, 64)
+        let socket = self.socket
+        Thread.detachNewThread { [self] in
+            while !stopped.load(ordering: .relaxed) {
+                let client = accept(socket, nil, nil)
+                guard client >= 0 else { return }
+                var received: [UInt8] = []
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                // The head, then as much body as Content-Length says.
+                while true {
+                    let count = read(client, &buffer, buffer.count)
+                    if count <= 0 { break }
+                    received.append(contentsOf: buffer[0..<count])
+                    let text = String(decoding: received, as: UTF8.self)
+                    guard let end = text.range(of: "\r\n\r\n") else { continue }
+                    let head = text[..<end.lowerBound].lowercased()
+                    let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                        .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                    if received.count - text[..<end.upperBound].utf8.count >= length { break }
+                }
+                let answer = Array("HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".utf8)
+                _ = write(client, answer, answer.count)
+                close(client)
+                served.withLock { $0 += 1 }
+            }
+        }
+    }
+
+    func stop() {
+        stopped.store(true, ordering: .relaxed)
+        shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
+    }
 }

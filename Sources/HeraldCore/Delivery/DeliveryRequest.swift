@@ -79,20 +79,20 @@ enum DeliveryRequest {
                             item.field("notif_id", wireJobID(job.id))
                             item.field("tokens") { $0.array(strings: tokens[key]!) }
                             item.field("platform", key.platform)
-                            if let clear = job.clear {
-                                // A silent push: the app removes these notifications and sets the badge.
+                            if let removal = job.removal {
+                                // A silent push: the app removes these notifications (and sets the badge).
                                 item.field("content_available", true)
                                 if key.platform == 1 {
-                                    item.field("badge", job.badge)
+                                    if removal.kind == .clear { item.field("badge", job.badge) }   // a retraction knows no badge
                                     if let topic = key.topic { item.field("topic", topic) }
                                     if key.sandbox { item.field("development", true) }
                                 }
                                 item.field("data") { $0.object { data in
                                     data.field("jobId", wireJobID(job.id))
-                                    data.field("kind", "clear")
-                                    data.field("parentMessageId", job.messageID)
-                                    data.field("collapseIds") { $0.array(strings: clear.collapseIds) }
-                                    data.field("badge", job.badge)
+                                    data.field("kind", job.kind)
+                                    data.field(removal.kind == .clear ? "parentMessageId" : "messageId", job.messageID)
+                                    data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
+                                    if removal.kind == .clear { data.field("badge", job.badge) }
                                 } }
                                 return
                             }

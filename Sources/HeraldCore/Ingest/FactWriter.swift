@@ -16,6 +16,8 @@ struct FactWriter {
     private var edits: [DomainEvent.MessageEdited] = []
     private var editEvents: [IncomingEvent] = []
     private var deletions: [[UInt8]: DomainEvent.MessageDeleted] = [:]
+    /// The event that brought each deletion, for its retractions.
+    private var deletionEvents: [[UInt8]: IncomingEvent] = [:]
     private var memberships: [DomainEvent.MembershipChange] = []
     private var groupDeletions: [String: Int64] = [:]
 
@@ -38,6 +40,7 @@ struct FactWriter {
             case .messageDeleted(let m):
                 if let existing = deletions[Array(m.id.utf8)], existing.deletedAt <= m.deletedAt { continue }
                 deletions[Array(m.id.utf8)] = m
+                deletionEvents[Array(m.id.utf8)] = event
             case .membership(let change):
                 memberships.append(change)
             case .groupDeleted(let guid, let at):
@@ -232,6 +235,10 @@ struct FactWriter {
                                                UNION SELECT m.id FROM messages m WHERE m.app = $1 AND m.parent_id = ANY ($2::text[])))
                 """, [app, deletions.values.map(\.id)])
         }
+        // Recipients who had already been pushed one of those messages get a retraction (SPEC §11.4).
+        let retracted = try Retractions.make(app: app, deletions: deletions.compactMap { key, message in
+            deletionEvents[key].map { Retractions.Deletion(event: $0, message: message) }
+        }, on: connection)
         if !groupDeletions.isEmpty {
             try connection.query("""
                 UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
@@ -241,7 +248,7 @@ struct FactWriter {
                 """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.
-        var produced = try Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
+        var produced = try retracted + Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
         }, on: connection)
         // Triggers of this batch that subscribe their users from a time before messages that were

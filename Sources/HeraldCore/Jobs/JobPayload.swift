@@ -31,13 +31,17 @@ struct JobPayload {
     var parentID: String?
     var text: String
     var lastError: String?
-    /// `clear` (SPEC §13.2), or nil: the message's notification (`message` or `reply`).
-    var clear: Clear?
+    /// `clear` (SPEC §13.2) or `retract` (SPEC §11.4), or nil: the message's notification
+    /// (`message` or `reply`).
+    var removal: Removal?
     /// The device that acted (a read's `deviceId`): left out of `devices`.
     var excludeDevice: String?
 
-    /// What a `clear` job removes: the notifications of replies read elsewhere.
-    struct Clear {
+    /// What a silent job removes from the recipient's devices: the notifications of replies read
+    /// elsewhere (`clear`), or of a deleted message and its replies (`retract`).
+    struct Removal {
+        enum Kind: String { case clear, retract }
+        var kind: Kind
         var collapseIds: [String]
     }
 
@@ -59,8 +63,8 @@ struct JobPayload {
         \(Device.Target.recipientDevices) AS devices
         """
 
-    /// `message` (top-level), `reply` (SPEC §9) or `clear` (SPEC §13.2).
-    var kind: String { clear != nil ? "clear" : parentID == nil ? "message" : "reply" }
+    /// `message` (top-level), `reply` (SPEC §9), `clear` (SPEC §13.2) or `retract` (SPEC §11.4).
+    var kind: String { removal?.kind.rawValue ?? (parentID == nil ? "message" : "reply") }
 
     /// Title and body from the default or the privacy template.
     var notification: (title: String, body: String) {
@@ -95,13 +99,21 @@ struct JobPayload {
             } }
             job.field("kind", kind)
             job.field("reason", reason)
-            if let clear {
-                // Silent: remove these notifications from the reader's other devices, set the badge.
+            if let removal {
+                // Silent: remove these notifications (a clear job: from the reader's other
+                // devices, and set the badge).
                 job.field("notification", JSONValue.null)
                 job.field("data") { $0.object { data in
-                    data.field("parentMessageId", messageID)
-                    data.field("collapseIds") { $0.array(strings: clear.collapseIds) }
-                    data.field("badge", badge)
+                    switch removal.kind {
+                    case .clear:
+                        data.field("parentMessageId", messageID)
+                        data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
+                        data.field("badge", badge)
+                    case .retract:
+                        data.field("messageId", messageID)
+                        data.field("parentMessageId", parentID)
+                        data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
+                    }
                 } }
             } else {
                 job.field("notification") { $0.object { notification in
@@ -153,12 +165,12 @@ extension JobPayload {
         lastError = try row.decode("last_error")
         devices = try Device.Target.list(json: try row.decode("devices"))
         excludeDevice = try row.decode("exclude_device")
-        if try row.decode("job_kind", as: String?.self) == "clear" {
+        if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
             var ids: [String] = []
             if let text = try row.decode("clear_ids", as: String?.self), case .array(let items) = try JSONParser.parse(Array(text.utf8)) {
                 ids = items.compactMap { if case .string(let id) = $0 { id } else { nil } }
             }
-            clear = Clear(collapseIds: ids)
+            removal = Removal(kind: kind, collapseIds: ids)
         }
     }
 }

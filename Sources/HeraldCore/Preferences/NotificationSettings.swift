@@ -13,6 +13,11 @@ public struct AppSettings: Sendable, Equatable {
         case `default` = "DEFAULT", privacy = "PRIVACY", userChoice = "USER_CHOICE"
     }
 
+    /// CometChat's message-deleted setting (SPEC §11.4): whether a deletion retracts what was pushed.
+    public enum Notice: String, Sendable, CaseIterable {
+        case notify = "NOTIFY", dontNotify = "DONT_NOTIFY"
+    }
+
     public var entries: [String: Entry]
     public var bypassPreferencesForMentions = false
     public var bypassPreferencesForAll = false
@@ -21,6 +26,8 @@ public struct AppSettings: Sendable, Equatable {
     /// Events older than this when Herald applies them change state but make no job (SPEC §11.5);
     /// 0 turns the rule off.
     public var maxEventAgeSeconds = 86_400
+    /// Retract jobs for deleted messages already pushed (SPEC §11.4).
+    public var messageDeleted = Notice.notify
     /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
     public var corsOrigins: [String] = []
     /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
@@ -55,6 +62,7 @@ public struct AppSettings: Sendable, Equatable {
         root["privacyTemplateMode"] = .string(privacyTemplateMode.rawValue)
         root["largeGroupThreshold"] = .int(largeGroupThreshold)
         root["maxEventAgeSeconds"] = .int(maxEventAgeSeconds)
+        root["messageDeleted"] = .string(messageDeleted.rawValue)
         root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
         root["userRateLimit"] = userRateLimit.json
         root["delivery"] = delivery.json
@@ -100,6 +108,11 @@ public struct AppSettings: Sendable, Equatable {
                                     params: ["field": .string(key), "min": 0, "max": 31_536_000])
                 }
                 next.maxEventAgeSeconds = seconds
+            case "messageDeleted":
+                guard case .string(let name) = value, let notice = Notice(rawValue: name) else {
+                    throw PreferenceField.invalid("messageDeleted must be NOTIFY or DONT_NOTIFY", field: key)
+                }
+                next.messageDeleted = notice
             case "corsOrigins":
                 next.corsOrigins = try CORS.validate(value, field: key)
             case "userRateLimit":
