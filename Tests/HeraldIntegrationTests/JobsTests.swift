@@ -233,7 +233,7 @@ struct JobsTests {
         #expect(try client.post("/v1/jobs/claim", token: app.ingestKey, json: "{}").status == 403)
     }
 
-    @Test("an edit notifies only the users it newly mentions, with reason mention")
+    @Test("an edit notifies only the users it newly mentions, with reason mention (the others already pushed get an update)")
     func editMentions() throws {
         let app = try app(members: ["alice", "bob", "carol", "dave"])
         try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
@@ -242,7 +242,11 @@ struct JobsTests {
         _ = try claim(app, max: 1000)
         try app.ingest([Events.edit("e3", id: "r1", sender: "alice", parent: "m7", at: past + 100, mentions: ["carol", "dave"],
                                       text: "hi both")], client: client)
-        let jobs = try claim(app)
+        let all = try claim(app)
+        // Those already pushed r1 get its new body as an update (SPEC §11.4); carol, mentioned
+        // before, among them.
+        #expect(all.filter { $0["kind"] as? String == "update" }.contains { $0["recipient"] as? String == "carol" })
+        let jobs = all.filter { $0["kind"] as? String != "update" }
         #expect(jobs.count == 1)
         #expect(jobs.first?["recipient"] as? String == "dave")
         #expect(jobs.first?["reason"] as? String == "mention")
@@ -258,8 +262,12 @@ struct JobsTests {
         let first = try claim(app, max: 1)
         #expect((first.first?["notification"] as? [String: Any])?["body"] as? String == "first")
         try app.ingest([Events.edit("e2", id: "m1", sender: "alice", at: past + 100, mentions: nil, text: "second")], client: client)
-        let rest = try claim(app)
-        #expect(rest.count == 1, "one job left, the edit adds none")
+        let claimedAndUpdates = try claim(app)
+        // The job already claimed gets an update (SPEC §11.4); the one left shows the new text.
+        #expect(claimedAndUpdates.filter { $0["kind"] as? String == "update" }.map { $0["recipient"] as? String }
+                    == [first.first?["recipient"] as? String])
+        let rest = claimedAndUpdates.filter { $0["kind"] as? String != "update" }
+        #expect(rest.count == 1, "one job left, the edit adds no notification")
         let notification = rest.first?["notification"] as? [String: Any]
         #expect(notification?["body"] as? String == "second")
         #expect(notification?["title"] as? String == "alice @ g1")
@@ -305,7 +313,7 @@ struct JobsTests {
         republished["id"] = "e3-again"
         try app.ingest([edit], client: client)
         try app.ingest([republished], client: client)
-        #expect(try claim(app).count == 1, "one job for dave, not two")
+        #expect(try claim(app).filter { $0["kind"] as? String != "update" }.count == 1, "one job for dave, not two")
         // A reply to a deleted parent notifies nobody.
         try app.ingest([Events.delete("d1", id: "m7", at: past + 200),
                           Events.message("e4", id: "r2", sender: "carol", parent: "m7", at: past + 300)], client: client)

@@ -11,7 +11,8 @@ struct DeliveryRequestTests {
         JobPayload(id: 42, attempt: 1, app: "acme", recipient: "carol", createdAt: 1, eventSource: "chat", eventID: "e1",
                    eventType: "message.created", reason: "mention", devices: devices, privacy: false, badge: 3, messageID: "m42",
                    conversationID: "group_g1", receiverType: "group", groupID: "g1", sender: "alice", sentAt: 1, parentID: "m7",
-                   text: "hi", lastError: nil, removal: clear.map { JobPayload.Removal(kind: .clear, collapseIds: $0) }, excludeDevice: nil)
+                   text: "hi", lastError: nil, removal: clear.map { JobPayload.Removal(kind: .clear, collapseIds: $0) }, updates: nil,
+                   excludeDevice: nil)
     }
 
     static func response(_ status: Int, retryAfter: String? = nil, body: String = "", failure: OutboundResponse.Failure? = nil) -> OutboundResponse {

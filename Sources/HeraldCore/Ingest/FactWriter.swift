@@ -261,9 +261,13 @@ struct FactWriter {
         }
         for m in edits { for uid in m.mentions ?? [] { triggers.append((uid, m.threadID, m.editedAt)) } }
         produced += try Fanout(app: app).catchUp(triggers, excluding: fresh.map(\.id), on: connection)
-        return try produced + Fanout(app: app, jobsMayExist: jobsMayExist).runEdits(zip(editEvents, edits).filter { _, edit in
+        let freshEdits = zip(editEvents, edits).filter { _, edit in
             freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
-        }.map { (event: $0.0, edit: $0.1) }, on: connection)
+        }.map { (event: $0.0, edit: $0.1) }
+        produced += try Fanout(app: app, jobsMayExist: jobsMayExist).runEdits(freshEdits, on: connection)
+        // Recipients already pushed an edited message get its new body (SPEC §11.4), after the
+        // edits' mention jobs, which take their place for the newly mentioned.
+        return try produced + Updates.make(app: app, edits: freshEdits, on: connection)
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.

@@ -34,6 +34,8 @@ struct JobPayload {
     /// `clear` (SPEC §13.2) or `retract` (SPEC §11.4), or nil: the message's notification
     /// (`message` or `reply`).
     var removal: Removal?
+    /// An `update` job (SPEC §11.4): the reason of the job it updates, whose template it uses.
+    var updates: String?
     /// The device that acted (a read's `deviceId`): left out of `devices`.
     var excludeDevice: String?
 
@@ -59,15 +61,16 @@ struct JobPayload {
         j.reason, j.privacy, j.badge, j.message_id, coalesce(m.conversation_id, '') AS conversation_id,
         coalesce(m.receiver_type, '') AS receiver_type, m.group_id, coalesce(m.sender, '') AS sender,
         coalesce(m.sent_at, 0) AS sent_at, m.parent_id, coalesce(m.text, '') AS text, j.last_error,
-        j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids,
+        j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason,
         \(Device.Target.recipientDevices) AS devices
         """
 
     /// `message` (top-level), `reply` (SPEC §9), `clear` (SPEC §13.2) or `retract` (SPEC §11.4).
-    var kind: String { removal?.kind.rawValue ?? (parentID == nil ? "message" : "reply") }
+    var kind: String { removal?.kind.rawValue ?? (updates != nil ? "update" : parentID == nil ? "message" : "reply") }
 
     /// Title and body from the default or the privacy template.
     var notification: (title: String, body: String) {
+        let reason = updates ?? self.reason   // an update says what the job it updates said, with the new text
         if privacy {
             let mentioned = reason == "mention" || reason == "mentionAll"
             return (mentioned ? "New mention" : (parentID == nil ? "New message" : "New reply"),
@@ -122,6 +125,7 @@ struct JobPayload {
                     notification.field("tag", messageID)
                     notification.field("collapseId", messageID)
                     notification.field("badge", badge)
+                    if updates != nil { notification.field("silent", true) }
                 } }
                 job.field("data") { $0.object { data in
                     data.field("messageId", messageID)
@@ -165,6 +169,7 @@ extension JobPayload {
         lastError = try row.decode("last_error")
         devices = try Device.Target.list(json: try row.decode("devices"))
         excludeDevice = try row.decode("exclude_device")
+        if try row.decode("job_kind", as: String?.self) == "update" { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
         if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
             var ids: [String] = []
             if let text = try row.decode("clear_ids", as: String?.self), case .array(let items) = try JSONParser.parse(Array(text.utf8)) {

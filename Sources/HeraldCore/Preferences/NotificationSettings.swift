@@ -13,7 +13,8 @@ public struct AppSettings: Sendable, Equatable {
         case `default` = "DEFAULT", privacy = "PRIVACY", userChoice = "USER_CHOICE"
     }
 
-    /// CometChat's message-deleted setting (SPEC §11.4): whether a deletion retracts what was pushed.
+    /// CometChat's message-edited and message-deleted settings (SPEC §11.4): whether an edit
+    /// updates, and a deletion retracts, what was pushed.
     public enum Notice: String, Sendable, CaseIterable {
         case notify = "NOTIFY", dontNotify = "DONT_NOTIFY"
     }
@@ -26,6 +27,8 @@ public struct AppSettings: Sendable, Equatable {
     /// Events older than this when Herald applies them change state but make no job (SPEC §11.5);
     /// 0 turns the rule off.
     public var maxEventAgeSeconds = 86_400
+    /// Update jobs for edited messages already pushed (SPEC §11.4).
+    public var messageEdited = Notice.notify
     /// Retract jobs for deleted messages already pushed (SPEC §11.4).
     public var messageDeleted = Notice.notify
     /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
@@ -62,6 +65,7 @@ public struct AppSettings: Sendable, Equatable {
         root["privacyTemplateMode"] = .string(privacyTemplateMode.rawValue)
         root["largeGroupThreshold"] = .int(largeGroupThreshold)
         root["maxEventAgeSeconds"] = .int(maxEventAgeSeconds)
+        root["messageEdited"] = .string(messageEdited.rawValue)
         root["messageDeleted"] = .string(messageDeleted.rawValue)
         root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
         root["userRateLimit"] = userRateLimit.json
@@ -108,11 +112,11 @@ public struct AppSettings: Sendable, Equatable {
                                     params: ["field": .string(key), "min": 0, "max": 31_536_000])
                 }
                 next.maxEventAgeSeconds = seconds
-            case "messageDeleted":
+            case "messageEdited", "messageDeleted":
                 guard case .string(let name) = value, let notice = Notice(rawValue: name) else {
-                    throw PreferenceField.invalid("messageDeleted must be NOTIFY or DONT_NOTIFY", field: key)
+                    throw PreferenceField.invalid("\(key) must be NOTIFY or DONT_NOTIFY", field: key)
                 }
-                next.messageDeleted = notice
+                if key == "messageEdited" { next.messageEdited = notice } else { next.messageDeleted = notice }
             case "corsOrigins":
                 next.corsOrigins = try CORS.validate(value, field: key)
             case "userRateLimit":

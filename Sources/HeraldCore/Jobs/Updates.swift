@@ -1,0 +1,33 @@
+import Postgres
+
+/// SPEC §11.4, edits: an edited message's jobs that no worker claimed show the new text when
+/// they are claimed (`JobPayload` builds the body from the message's row then). Each recipient
+/// whose job was already claimed or acked gets one `update` job: reason `edited`, the same
+/// `collapseId`, the new body in the template of the job it updates, `notification.silent:
+/// true`. A user the edit newly mentions gets the mention job instead (`Fanout.runEdits` runs
+/// first; both would have the same key, so the update is not made). Updates skip preferences
+/// and quiet rules; `messageEdited: DONT_NOTIFY` turns them off, and a stale edit makes none.
+enum Updates {
+    /// Makes the update jobs of these edits, after the edits' mention jobs, in the caller's
+    /// transaction. Returns how many were made.
+    static func make(app: String, edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)],
+                     on connection: PostgresConnection) throws -> Int {
+        guard !edits.isEmpty else { return 0 }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        guard settings.messageEdited == .notify else { return 0 }
+        let now = currentTimeMilliseconds()
+        let due = edits.filter { !settings.isStale(eventTime: $0.edit.editedAt, now: now) }
+        guard !due.isEmpty else { return 0 }
+        let rows = try connection.query("""
+            INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, privacy, badge, template_reason)
+            SELECT DISTINCT ON (x.id, x.source, x.event_id, j.recipient)
+                   $1, x.id, j.recipient, x.source, x.event_id, 'message.edited', 'edited', 'update', j.privacy, j.badge, j.reason
+              FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)
+              JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
+              JOIN jobs j ON j.app = $1 AND j.message_id = x.id AND j.kind IS NULL AND j.state IN ('leased', 'acked')
+             ORDER BY x.id, x.source, x.event_id, j.recipient, j.id
+            ON CONFLICT DO NOTHING
+            """, [app, due.map(\.edit.id), due.map(\.event.source), due.map(\.event.id)])
+        return rows.affectedRows
+    }
+}
