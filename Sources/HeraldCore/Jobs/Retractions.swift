@@ -20,11 +20,7 @@ enum Retractions {
     /// Makes the retract jobs of these deletions, after their unclaimed jobs were cancelled, in
     /// the caller's transaction. Returns how many were made.
     static func make(app: String, deletions: [Deletion], on connection: PostgresConnection) throws -> Int {
-        guard !deletions.isEmpty else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
-        guard settings.messageDeleted == .notify else { return 0 }
-        let now = currentTimeMilliseconds()
-        let due = deletions.filter { !settings.isStale(eventTime: $0.message.deletedAt, now: now) }
+        let due = try dueNow(deletions, app: app, setting: \.messageDeleted, time: \.message.deletedAt, on: connection)
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""
             INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)

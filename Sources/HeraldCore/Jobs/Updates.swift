@@ -12,11 +12,7 @@ enum Updates {
     /// transaction. Returns how many were made.
     static func make(app: String, edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)],
                      on connection: PostgresConnection) throws -> Int {
-        guard !edits.isEmpty else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
-        guard settings.messageEdited == .notify else { return 0 }
-        let now = currentTimeMilliseconds()
-        let due = edits.filter { !settings.isStale(eventTime: $0.edit.editedAt, now: now) }
+        let due = try dueNow(edits, app: app, setting: \.messageEdited, time: \.edit.editedAt, on: connection)
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""
             INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, privacy, badge, template_reason)
@@ -30,4 +26,15 @@ enum Updates {
             """, [app, due.map(\.edit.id), due.map(\.event.source), due.map(\.event.id)])
         return rows.affectedRows
     }
+}
+
+/// The events of `items` that make update or retract jobs now (SPEC §11.4): the app's
+/// `setting` is NOTIFY, and the event's own time is not stale (SPEC §11.5).
+func dueNow<T>(_ items: [T], app: String, setting: KeyPath<AppSettings, AppSettings.Notice>, time: (T) -> Int64,
+               on connection: PostgresConnection) throws -> [T] {
+    guard !items.isEmpty else { return [] }
+    let settings = try PreferenceStore().settings(app: app, on: connection)
+    guard settings[keyPath: setting] == .notify else { return [] }
+    let now = currentTimeMilliseconds()
+    return items.filter { !settings.isStale(eventTime: time($0), now: now) }
 }
