@@ -1,4 +1,5 @@
 import Foundation
+import HeraldCore
 import Postgres
 @testable import HeraldTestSupport
 import Testing
@@ -194,19 +195,19 @@ struct IngestTests {
         #expect(foreign.status == 403)
     }
 
-    @Test("too many ingest requests at once: 429 with Retry-After once the queue wait runs out, and nothing lost")
-    func backpressure() throws {
+    /// A server of its own (on the shared database) with one ingest slot and this queue wait,
+    /// whose slot is held: a first request waits inside the handler for the group lock that
+    /// `blocker` holds until the caller commits it.
+    func oneIngestSlotHeld(queueMilliseconds: Int) throws
+        -> (server: HeraldServer, client: HTTPClient, app: TestApp, blocker: PostgresConnection, first: ThreadResult<HTTPResult?>) {
         let cluster = try TestEnvironment.shared() // shares the database, not the server
         let url = try #require(cluster.server.service.services.configuration.databaseURL)
         var configuration = try TestEnvironment.configuration(databaseURL: url)
         configuration.ingestMaxInFlight = 1
-        configuration.ingestQueueMilliseconds = 300
+        configuration.ingestQueueMilliseconds = queueMilliseconds
         let server = try HeraldCoreServer.start(configuration)
-        defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
         let app = try cluster.makeApp()
-
-        // Hold the group's lock so that the first request waits inside the handler.
         let blocker = try cluster.connection()
         try blocker.query("BEGIN")
         try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || 'g:g1', 0))", [app.id])
@@ -214,6 +215,13 @@ struct IngestTests {
             try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
         }
         #expect(eventually(seconds: 5) { server.http.inFlight >= 1 })
+        return (server, client, app, blocker, first)
+    }
+
+    @Test("too many ingest requests at once: 429 with Retry-After once the queue wait runs out, and nothing lost")
+    func backpressure() throws {
+        let (server, client, app, blocker, first) = try oneIngestSlotHeld(queueMilliseconds: 300)
+        defer { server.shutdown() }
         usleep(200_000)
         let second = try client.post("/v1/events", token: app.ingestKey,
                                      json: Events.json([Events.message("e2", id: "m2", sender: "bob", at: 1000)]))
@@ -232,24 +240,8 @@ struct IngestTests {
 
     @Test("a request over the ingest limit waits for a slot instead of a 429, and is applied")
     func queuesForASlot() throws {
-        let cluster = try TestEnvironment.shared()
-        let url = try #require(cluster.server.service.services.configuration.databaseURL)
-        var configuration = try TestEnvironment.configuration(databaseURL: url)
-        configuration.ingestMaxInFlight = 1
-        configuration.ingestQueueMilliseconds = 10_000
-        let server = try HeraldCoreServer.start(configuration)
+        let (server, _, app, blocker, first) = try oneIngestSlotHeld(queueMilliseconds: 10_000)
         defer { server.shutdown() }
-        let client = HTTPClient(port: server.port)
-        let app = try cluster.makeApp()
-
-        // The first request holds the only slot, waiting for the group's lock.
-        let blocker = try cluster.connection()
-        try blocker.query("BEGIN")
-        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || 'g:g1', 0))", [app.id])
-        let first = Thread.detachNewThreadResult {
-            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
-        }
-        #expect(eventually(seconds: 5) { server.http.inFlight >= 1 })
         let secondClient = HTTPClient(port: server.port)
         let second = Thread.detachNewThreadResult {
             try? secondClient.post("/v1/events", token: app.ingestKey,
