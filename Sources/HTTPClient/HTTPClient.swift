@@ -10,15 +10,12 @@ public struct OutboundRequest: Sendable {
     public var body: [UInt8]
     /// The whole exchange (connect, send, answer) must end within this time.
     public var timeoutMs: Int
-    /// Requests of one group share that group's concurrency limit (an app's `concurrency`).
-    public var group: Int
 
-    public init(url: String, headers: [String], body: [UInt8], timeoutMs: Int, group: Int = 0) {
+    public init(url: String, headers: [String], body: [UInt8], timeoutMs: Int) {
         self.url = url
         self.headers = headers
         self.body = body
         self.timeoutMs = timeoutMs
-        self.group = group
     }
 }
 
@@ -54,8 +51,8 @@ public struct OutboundResponse: Sendable {
     }
 }
 
-/// An HTTP client over libcurl's multi interface: one thread drives many requests at once, over
-/// connections kept open between calls (libcurl's connection cache, shared by the multi handle).
+/// An HTTP client over libcurl's multi interface: one thread drives many requests at once (one
+/// client per delivering app), over connections kept open between calls (libcurl's connection cache, shared by the multi handle).
 /// TLS peers are verified (libcurl's defaults, with the system's CA bundle); only http and https
 /// URLs are followed, and no redirect is.
 ///
@@ -79,14 +76,12 @@ public final class HTTPClient: @unchecked Sendable {
     /// One transfer in progress: what the callbacks write into, through `Unmanaged`.
     private final class Transfer {
         let index: Int
-        let group: Int
         let started: UInt64
         var body: [UInt8] = []
         var retryAfter: String?
         var headers: UnsafeMutablePointer<curl_slist>?
-        init(index: Int, group: Int) {
+        init(index: Int) {
             self.index = index
-            self.group = group
             started = Self.now()
         }
         static func now() -> UInt64 {
@@ -117,76 +112,56 @@ public final class HTTPClient: @unchecked Sendable {
         }
     }
 
-    /// Sends every request, at most `limit(group)` of a group at a time, starting them in order
-    /// within a group; returns the answers in the requests' order. `prepare` may change a request
-    /// just before it starts (a signature over the time it is sent); `progress` hears each start
-    /// and end, on the calling thread. Once `shouldStart` says no, requests not started yet are
-    /// answered `.notSent` (those in flight finish).
-    public func perform(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool = { true },
+    /// Sends every request, at most `concurrency` at a time, starting them in order; returns the
+    /// answers in the requests' order. `prepare` may change a request just before it starts (a
+    /// signature over the time it is sent); `progress` hears each start and end, on the calling
+    /// thread. Once `shouldStart` says no, requests not started yet are answered `.notSent`
+    /// (those in flight finish).
+    public func perform(_ requests: [OutboundRequest], concurrency: Int, shouldStart: () -> Bool = { true },
                         prepare: (Int, inout OutboundRequest) -> Void = { _, _ in },
                         progress: (Progress) -> Void = { _ in }) -> [OutboundResponse] {
         state.withLock { state in
-            run(requests, limit: limit, shouldStart: shouldStart, prepare: prepare, progress: progress, state: state)
+            run(requests, concurrency: max(1, concurrency), shouldStart: shouldStart, prepare: prepare, progress: progress, state: state)
         }
     }
 
-    private func run(_ requests: [OutboundRequest], limit: (Int) -> Int, shouldStart: () -> Bool,
+    private func run(_ requests: [OutboundRequest], concurrency: Int, shouldStart: () -> Bool,
                      prepare: (Int, inout OutboundRequest) -> Void, progress: (Progress) -> Void,
                      state: State) -> [OutboundResponse] {
         var results = [OutboundResponse?](repeating: nil, count: requests.count)
-        // Pending requests per group, in order; groups in the order they first appear.
-        var queues: [Int: [Int]] = [:]
-        var groups: [Int] = []
-        for (index, request) in requests.enumerated() {
-            if queues[request.group] == nil { groups.append(request.group) }
-            queues[request.group, default: []].append(index)
-        }
-        var heads = [Int: Int]()
-        var running = [Int: Int]()
+        var next = 0   // the first request not started
         var active: [UnsafeMutableRawPointer: Transfer] = [:]
         var remaining = requests.count
 
+        func fail(_ index: Int, _ failure: OutboundResponse.Failure) {
+            results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: failure, seconds: 0)
+            remaining -= 1
+        }
+
         func fill() {
             guard shouldStart() else {
-                // the rest stays unsent
-                for group in groups {
-                    let queue = queues[group]!
-                    for index in queue[(heads[group] ?? 0)...] {
-                        results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: .notSent, seconds: 0)
-                        remaining -= 1
-                    }
-                    heads[group] = queue.count
-                }
+                while next < requests.count { fail(next, .notSent); next += 1 }   // the rest stays unsent
                 return
             }
-            for group in groups {
-                let queue = queues[group]!
-                var head = heads[group] ?? 0
-                while head < queue.count, running[group, default: 0] < max(1, limit(group)) {
-                    let index = queue[head]
-                    head += 1
-                    let transfer = Transfer(index: index, group: group)
-                    let handle = state.idle.popLast() ?? curl_easy_init()!
-                    var request = requests[index]
-                    prepare(index, &request)
-                    if let failure = configure(handle, request, transfer) {
-                        results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: failure, seconds: 0)
-                        remaining -= 1
-                        release(handle, transfer, state: state, removeFromMulti: false)
-                        continue
-                    }
-                    guard curl_multi_add_handle(state.multi, handle) == CURLM_OK else {
-                        results[index] = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: .other("could not start the request"),
-                                                          seconds: 0)
-                        remaining -= 1
-                        release(handle, transfer, state: state, removeFromMulti: false)
-                        continue
-                    }
-                    active[handle] = transfer
-                    running[group, default: 0] += 1
-                    progress(.started(index))
+            while next < requests.count, active.count < concurrency {
+                let index = next
+                next += 1
+                let transfer = Transfer(index: index)
+                let handle = state.idle.popLast() ?? curl_easy_init()!
+                var request = requests[index]
+                prepare(index, &request)
+                if let failure = configure(handle, request, transfer) {
+                    fail(index, failure)
+                    release(handle, transfer, state: state, removeFromMulti: false)
+                    continue
                 }
-                heads[group] = head
+                guard curl_multi_add_handle(state.multi, handle) == CURLM_OK else {
+                    fail(index, .other("could not start the request"))
+                    release(handle, transfer, state: state, removeFromMulti: false)
+                    continue
+                }
+                active[handle] = transfer
+                progress(.started(index))
             }
         }
 
@@ -205,7 +180,6 @@ public final class HTTPClient: @unchecked Sendable {
                 let response = finish(handle, transfer, code: code)
                 results[transfer.index] = response
                 remaining -= 1
-                running[transfer.group, default: 1] -= 1
                 release(handle, transfer, state: state, removeFromMulti: true)
                 progress(.finished(transfer.index, response))
                 finishedAny = true

@@ -38,11 +38,11 @@ struct OutboundTLSTests {
         }
         let client = HTTPClient(userAgent: "test")
         let request = OutboundRequest(url: "https://127.0.0.1:\(port)/hook", headers: [], body: Array("{}".utf8), timeoutMs: 2000)
-        var response = client.perform([request], limit: { _ in 1 })[0]
+        var response = client.perform([request], concurrency: 1)[0]
         for _ in 0..<50 {
             guard case .connect? = response.failure else { break }
             usleep(100_000)   // s_server is still starting
-            response = client.perform([request], limit: { _ in 1 })[0]
+            response = client.perform([request], concurrency: 1)[0]
         }
         guard case .other(let message)? = response.failure else {
             Issue.record("expected a TLS failure, got status \(response.status), \(String(describing: response.failure))")

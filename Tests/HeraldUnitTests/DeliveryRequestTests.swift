@@ -56,7 +56,7 @@ struct DeliveryRequestTests {
         var settings = DeliverySettings()
         settings.mode = .webhook
         settings.url = "https://example.com/hook"
-        var request = try #require(DeliveryRequest.make(job: Self.job(), settings: settings, group: 0))
+        var request = try #require(DeliveryRequest.make(job: Self.job(), settings: settings))
         #expect(request.headers == ["webhook-id: j42"], "signed when sent, not when built")
         DeliveryRequest.sign(&request, jobID: 42, secrets: [secret, secret], nowSeconds: 1_674_087_231)
         #expect(request.url == "https://example.com/hook" && request.timeoutMs == 5000)
@@ -79,7 +79,7 @@ struct DeliveryRequestTests {
                        Device.Target(id: "b", platform: "apns", token: "t2", topic: "com.x", sandbox: true),
                        Device.Target(id: "c", platform: "fcm", token: "t3", topic: nil, sandbox: false),
                        Device.Target(id: "d", platform: "webpush", token: "https://push", topic: nil, sandbox: false)]
-        let request = try #require(DeliveryRequest.make(job: Self.job(devices: devices), settings: settings, group: 0))
+        let request = try #require(DeliveryRequest.make(job: Self.job(devices: devices), settings: settings))
         let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
         let notifications = try #require(body["notifications"] as? [[String: Any]])
         #expect(notifications.map { $0["tokens"] as? [String] ?? [] } == [["t1"], ["t2"], ["t3"]])
@@ -90,13 +90,12 @@ struct DeliveryRequestTests {
         DeliveryRequest.sign(&signed, jobID: 42, secrets: [], nowSeconds: 1)
         #expect(!signed.headers.contains { $0.hasPrefix("webhook-signature") }, "no secret, no signature")
 
-        let clear = try #require(DeliveryRequest.make(job: Self.job(devices: devices, clear: ["m1", "m2"]), settings: settings,
-                                                      group: 0))
+        let clear = try #require(DeliveryRequest.make(job: Self.job(devices: devices, clear: ["m1", "m2"]), settings: settings))
         let silent = try #require((try JSONSerialization.jsonObject(with: Data(clear.body)) as? [String: Any])?["notifications"] as? [[String: Any]])
         #expect(silent.allSatisfy { $0["content_available"] as? Bool == true && $0["message"] == nil })
         #expect((silent[2]["data"] as? [String: Any])?["collapseIds"] as? [String] == ["m1", "m2"])
 
-        #expect(DeliveryRequest.make(job: Self.job(devices: [devices[3]]), settings: settings, group: 0) == nil)
+        #expect(DeliveryRequest.make(job: Self.job(devices: [devices[3]]), settings: settings) == nil)
         let failed = Array(#"""
             {"counts": 3, "logs": [{"type": "failed-push", "token": "t2", "error": "Unregistered"},
                                    {"type": "failed-push", "token": "t3", "error": "Post https://fcm.googleapis.com: 503 Service Unavailable"},

@@ -7,7 +7,7 @@ import Testing
 /// The libcurl wrapper against a real local server (libmicrohttpd on loopback; no database).
 @Suite("HTTPClient")
 struct HTTPClientTests {
-    @Test("status, body, Retry-After and the sent headers and body; requests of a group at most `limit` at a time")
+    @Test("status, body, Retry-After and the sent headers and body; at most `concurrency` at a time")
     func answers() throws {
         let seen = ReceivedRequests()
         let server = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0, threads: 4)) { request in
@@ -27,7 +27,7 @@ struct HTTPClientTests {
         let requests = [OutboundRequest(url: base + "/busy", headers: ["X-One: 1"], body: Array("hello".utf8), timeoutMs: 2000),
                         OutboundRequest(url: base + "/body", headers: [], body: [], timeoutMs: 2000)]
             + (0..<6).map { _ in OutboundRequest(url: base + "/none", headers: [], body: [], timeoutMs: 2000) }
-        let responses = client.perform(requests, limit: { _ in 2 }, progress: { event in
+        let responses = client.perform(requests, concurrency: 2, progress: { event in
             switch event {
             case .started: concurrent += 1; peak = max(peak, concurrent)
             case .finished: concurrent -= 1
@@ -59,11 +59,11 @@ struct HTTPClientTests {
         let responses = client.perform([OutboundRequest(url: slow, headers: [], body: [], timeoutMs: 100),
                                         OutboundRequest(url: refused, headers: [], body: [], timeoutMs: 1000),
                                         OutboundRequest(url: "file:///etc/passwd", headers: [], body: [], timeoutMs: 1000)],
-                                       limit: { _ in 8 })
+                                       concurrency: 8)
         #expect(responses[0].failure == .timeout && responses[0].status == 0)
         if case .connect? = responses[1].failure {} else { Issue.record("refused: \(String(describing: responses[1].failure))") }
         if case .other? = responses[2].failure {} else { Issue.record("file: \(String(describing: responses[2].failure))") }
-        let unsent = client.perform([OutboundRequest(url: slow, headers: [], body: [], timeoutMs: 100)], limit: { _ in 1 }, shouldStart: { false })
+        let unsent = client.perform([OutboundRequest(url: slow, headers: [], body: [], timeoutMs: 100)], concurrency: 1, shouldStart: { false })
         #expect(unsent[0].failure == .notSent)
     }
 }

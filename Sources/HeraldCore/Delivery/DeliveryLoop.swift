@@ -216,12 +216,12 @@ final class AppDeliverer: Sendable {
         var outcomes = [DeliveryRequest.Outcome](repeating: .delivered(invalidDevices: []), count: batch.jobs.count)
         for (index, job) in batch.jobs.enumerated() {
             // nil: nothing to send (no device gorush serves), which acknowledges the job
-            if let request = DeliveryRequest.make(job: job, settings: settings, group: 0) {
+            if let request = DeliveryRequest.make(job: job, settings: settings) {
                 requests.append(request)
                 sent.append(index)
             }
         }
-        let responses = client.perform(requests, limit: { _ in settings.concurrency }, shouldStart: { [loop] in !loop.isStopping },
+        let responses = client.perform(requests, concurrency: settings.concurrency, shouldStart: { [loop] in !loop.isStopping },
                                        prepare: { position, request in
             DeliveryRequest.sign(&request, jobID: batch.jobs[sent[position]].id, secrets: batch.secrets,
                                  nowSeconds: currentTimeMilliseconds() / 1000)

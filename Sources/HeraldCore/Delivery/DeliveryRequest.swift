@@ -20,7 +20,7 @@ enum DeliveryRequest {
     /// The request for a job, not signed yet (`sign` does, when it is sent); nil when there is
     /// nothing to send (gorush mode, and no device on a platform gorush serves), which
     /// acknowledges the job.
-    static func make(job: JobPayload, settings: DeliverySettings, group: Int) -> OutboundRequest? {
+    static func make(job: JobPayload, settings: DeliverySettings) -> OutboundRequest? {
         var body: [UInt8]
         switch settings.mode {
         case .pull:
@@ -34,7 +34,7 @@ enum DeliveryRequest {
             body = gorush
         }
         return OutboundRequest(url: settings.url ?? "", headers: ["webhook-id: \(wireJobID(job.id))"], body: body,
-                               timeoutMs: settings.timeoutMs, group: group)
+                               timeoutMs: settings.timeoutMs)
     }
 
     /// Adds `webhook-timestamp` (now: Standard Webhooks receivers refuse a timestamp more than 5
