@@ -73,6 +73,8 @@ struct DeliveryTests {
         let shown = try #require(try client.get("/v1/settings/notifications", token: app.serverKey).json["delivery"] as? [String: Any])
         #expect(shown["secret"] == nil && shown["secretSet"] as? Bool == true && shown["mode"] as? String == "webhook")
         #expect(shown["timeoutMs"] as? Int == 1000 && shown["concurrency"] as? Int == 2 && shown["url"] as? String == "http://127.0.0.1:9/hook")
+        let stored = try environment.connection().query("SELECT settings->'delivery' ? 'secretSet' FROM app_settings WHERE app = $1", [app.id])
+        #expect(try stored[0].decode(0, as: Bool.self) == false, "secretSet is read from the secrets, not stored")
         let again = try patch(app, ["delivery": ["concurrency": 3]])
         #expect((again.json["delivery"] as? [String: Any])?["secret"] == nil, "the secret is shown once")
         let later = try client.get("/v1/settings/notifications", token: app.serverKey).text

@@ -12,7 +12,8 @@ public struct DeliverySettings: Sendable, Equatable {
     public var url: String?
     public var timeoutMs = 5000
     public var concurrency = 8
-    /// Whether a signing secret exists (set by the routes that make one, never by a PATCH).
+    /// Whether a signing secret exists: read from the secrets (`PreferenceStore.settings`),
+    /// never stored or patched.
     public var secretSet = false
 
     static let timeoutRange = 100...60_000
@@ -26,8 +27,9 @@ public struct DeliverySettings: Sendable, Equatable {
         return .object(object)
     }
 
-    /// Merges a PATCH of `delivery` (fields not given keep their value); `stored` also reads
-    /// `secretSet`, which only Herald writes. A push mode needs a `url`.
+    /// Merges a PATCH of `delivery` (fields not given keep their value); `stored` (a stored
+    /// document) passes over `secretSet`, which documents stored before it was derived carry. A
+    /// push mode needs a `url`.
     mutating func apply(patch: JSONValue, field: String, stored: Bool = false) throws(HTTPError) {
         guard case .object(let object) = patch else {
             throw PreferenceField.invalid("\(field) must be an object", field: field)
@@ -60,7 +62,7 @@ public struct DeliverySettings: Sendable, Equatable {
                 }
                 next.concurrency = number
             case "secretSet" where stored:
-                if case .bool(let flag) = value { next.secretSet = flag }
+                break
             case "secret", "secretSet":
                 throw PreferenceField.invalid("\(field).\(name) is set by Herald: POST /v1/settings/delivery/rotate-secret makes a new secret",
                                               field: "\(field).\(name)")

@@ -3,12 +3,19 @@ import JSON
 
 /// App settings, user preferences and mutes in PostgreSQL.
 struct PreferenceStore: Sendable {
+    /// The app's settings; `delivery.secretSet` is read from the secrets themselves, in the same
+    /// statement (it is not stored with the settings).
     func settings(app: String, on connection: PostgresConnection) throws -> AppSettings {
-        let rows = try connection.query("SELECT settings::text FROM app_settings WHERE app = $1", [app])
-        guard let text = try rows.first?.decode(0, as: String.self), let json = try? JSONParser.parse(Array(text.utf8)) else {
-            return .defaults
+        let rows = try connection.query("""
+            SELECT (SELECT settings::text FROM app_settings WHERE app = $1),
+                   EXISTS (SELECT 1 FROM delivery_secrets WHERE app = $1 AND (expires_at IS NULL OR expires_at > herald_now_ms()))
+            """, [app])
+        var settings = AppSettings.defaults
+        if let text = try rows[0].decode(0, as: String?.self), let json = try? JSONParser.parse(Array(text.utf8)) {
+            settings = AppSettings(stored: json)
         }
-        return AppSettings(stored: json)
+        settings.delivery.secretSet = try rows[0].decode(1, as: Bool.self)
+        return settings
     }
 
     func saveSettings(_ settings: AppSettings?, app: String, on connection: PostgresConnection) throws {
@@ -19,7 +26,16 @@ struct PreferenceStore: Sendable {
         try connection.query("""
             INSERT INTO app_settings (app, settings, updated_at) VALUES ($1, $2::jsonb, herald_now_ms())
             ON CONFLICT (app) DO UPDATE SET settings = EXCLUDED.settings, updated_at = EXCLUDED.updated_at
-            """, [app, settings.json.jsonText])
+            """, [app, Self.storedDocument(settings).jsonText])
+    }
+
+    /// The settings as stored: as the API shows them, without what is derived on reading
+    /// (`delivery.secretSet`).
+    static func storedDocument(_ settings: AppSettings) -> JSONValue {
+        guard case .object(var root) = settings.json, case .object(var delivery)? = root["delivery"] else { return settings.json }
+        delivery["secretSet"] = nil
+        root["delivery"] = .object(delivery)
+        return .object(root)
     }
 
     func preferences(app: String, uid: String, on connection: PostgresConnection) throws -> UserPreferences {

@@ -19,7 +19,7 @@ enum PreferencesAPI {
                 var secret: WebhookSecret?
                 if settings.delivery.mode != .pull, !settings.delivery.secretSet {
                     secret = try DeliverySecretStore().rotate(app: context.app, on: connection)
-                    settings.delivery.secretSet = true
+                    settings.delivery.secretSet = true   // this answer's view; it is read from the secrets
                 }
                 try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
                 return (settings, secret)
@@ -44,15 +44,9 @@ enum PreferencesAPI {
         router.add("POST", "/v1/settings/delivery/rotate-secret", Route(access: .server) { context in
             let secret = try context.services.database.withTransaction { connection -> WebhookSecret in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
-                var settings = try PreferenceStore().settings(app: context.app, on: connection)
-                let secret = try DeliverySecretStore().rotate(app: context.app, on: connection)
-                if !settings.delivery.secretSet {
-                    settings.delivery.secretSet = true
-                    try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
-                }
-                return secret
+                return try DeliverySecretStore().rotate(app: context.app, on: connection)
             }
-            context.services.delivery.refresh()
+            // (no refresh: deliverers read the live secrets with every claim)
             return .json(JSONValue.object(["secret": .string(secret.text)]))
         })
 
