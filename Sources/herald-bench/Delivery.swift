@@ -1,4 +1,5 @@
 import Glibc
+import HeraldCore
 import HTTPServer
 import Locking
 
@@ -15,7 +16,7 @@ extension Bench {
         let connection = BenchConnection(host: host, port: port)
         let received = Lock(Received(capacity: expected))
         let receiver = HTTPServer(configuration: .init(host: "127.0.0.1", port: 0, threads: 4, maxConnections: 256)) { request in
-            let arrived = currentMilliseconds()
+            let arrived = currentTimeMilliseconds()
             let created = Self.createdAt(request.body)
             let id = request.headers["webhook-id"] ?? ""
             received.withLock { $0.record(id: id, latencyMs: created.map { arrived - $0 }, at: now()) }
@@ -101,10 +102,4 @@ struct Received {
         if let latencyMs { latencies.append(latencyMs) }
         last = time
     }
-}
-
-func currentMilliseconds() -> Int64 {
-    var spec = timespec()
-    clock_gettime(CLOCK_REALTIME, &spec)
-    return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
 }
