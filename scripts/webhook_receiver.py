@@ -2,11 +2,11 @@
 """A receiver for Herald's webhook delivery (SPEC §13.3): checks each request's Standard Webhooks
 signature, answers 200 (401 if it does not verify) and prints each job once.
 Usage: WEBHOOK_SECRET=whsec_... python3 scripts/webhook_receiver.py [port, default 9000]"""
-import base64, hashlib, hmac, json, os, sys, time
+import base64, hashlib, hmac, json, os, sys, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 KEY = base64.b64decode(os.environ["WEBHOOK_SECRET"].removeprefix("whsec_"))
-seen = set()  # delivery is at least once: a job's webhook-id is the same on every attempt
+seen, lock = set(), threading.Lock()  # at least once: a job's webhook-id is the same on every attempt
 
 class Receiver(BaseHTTPRequestHandler):
     def do_POST(self):
@@ -18,10 +18,11 @@ class Receiver(BaseHTTPRequestHandler):
         ok = stamp.isdigit() and abs(time.time() - int(stamp)) < 300 and any(hmac.compare_digest(expected, s) for s in given)
         self.send_response(200 if ok else 401)
         self.end_headers()
-        if ok and msg_id not in seen:
-            seen.add(msg_id)
-            job = json.loads(body)
-            print(msg_id, job["recipient"], job["kind"], (job["notification"] or {}).get("body", ""), flush=True)
+        with lock:  # requests arrive on several threads
+            if ok and msg_id not in seen:
+                seen.add(msg_id)
+                job = json.loads(body)
+                print(msg_id, job["recipient"], job["kind"], (job["notification"] or {}).get("body", ""), flush=True)
 
     def log_message(self, *args):
         pass
