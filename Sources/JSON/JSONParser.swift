@@ -317,6 +317,14 @@ extension JSONValue {
         out += "\""
     }
 
+    /// How many bytes `writeString` writes for `scalar` inside a string literal.
+    public static func escapedUTF8Count(_ scalar: Unicode.Scalar) -> Int {
+        switch scalar {
+        case "\"", "\\", "\n", "\r", "\t": return 2
+        default: return scalar.value < 0x20 ? 6 : UTF8.width(scalar)
+        }
+    }
+
     /// The member `key` of an object, nil otherwise.
     public subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }

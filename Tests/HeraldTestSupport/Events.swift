@@ -45,8 +45,29 @@ enum Events {
         return event(eventID, "message.deleted", data)
     }
 
-    static func member(_ eventID: String, _ type: String, group: String = "g1", uid: String, at: Int64) -> [String: Any] {
-        event(eventID, type, ["guid": group, "uid": uid, "at": at])
+    static func member(_ eventID: String, _ type: String, group: String = "g1", uid: String, at: Int64,
+                       actor: String? = nil, scope: String? = nil) -> [String: Any] {
+        var data: [String: Any] = ["guid": group, "uid": uid, "at": at]
+        if let actor { data["actor"] = actor }
+        if let scope { data["scope"] = scope }
+        return event(eventID, type, data)
+    }
+
+    /// `reaction.added` (or `removed: true`, `reaction.removed`) of reaction `id` to `message`.
+    static func reaction(_ eventID: String, id: String, message: String, reactor: String, reaction: String = "👍",
+                         group: String? = "g1", peer: String? = nil, at: Int64, removed: Bool = false,
+                         messageSender: String? = nil, parent: String? = nil) -> [String: Any] {
+        var data: [String: Any] = ["id": id, "messageId": message, "reactor": reactor, "reaction": reaction, "at": at]
+        if let peer {
+            data["receiverType"] = "user"
+            data["receiver"] = peer
+        } else {
+            data["receiverType"] = "group"
+            data["receiver"] = group!
+        }
+        if let messageSender { data["messageSender"] = messageSender }
+        if let parent { data["parentId"] = parent }
+        return event(eventID, removed ? "reaction.removed" : "reaction.added", data)
     }
 }
 

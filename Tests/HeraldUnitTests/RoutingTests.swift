@@ -180,4 +180,100 @@ struct RoutingTests {
         input.mutedUntil = input.now - 1
         #expect(Routing.decide(input).notified)
     }
+
+    /// The quiet rules applied to a reaction's or a member action's common inputs.
+    static func common(actor: Bool, access: Bool, stale: Bool, quiet: Quiet) -> Routing.Common {
+        var common = Routing.Common()
+        common.isActor = actor
+        common.hasAccess = access
+        common.stale = stale
+        common.now = 1_000_000
+        switch quiet {
+        case .none: break
+        case .muted: common.mutedUntil = 2_000_000
+        case .dnd: common.preferences.dndEnabled = true
+        case .outsideSchedule:
+            common.preferences.schedule.days[2] = .init(from: 900, to: 1700, dnd: false)
+            common.localTime = LocalTime(weekday: 2, hhmm: 2000)
+        }
+        return common
+    }
+
+    static func quietCode(_ quiet: Quiet) -> String? {
+        switch quiet {
+        case .none: nil
+        case .muted: "MUTE_PREFERENCE"
+        case .dnd: "DND_PREFERENCE"
+        case .outsideSchedule: "SCHEDULE_PREFERENCE"
+        }
+    }
+
+    @Test("reactions: reactor × access × stale × every reactions value × own message × reply × subscription × quiet rule")
+    func reactionsExhaustive() {
+        var checked = 0
+        for actor in [false, true] {
+            for access in [false, true] {
+                for stale in [false, true] {
+                    for preference in ReactionsPreference.allCases {
+                        for wrote in [false, true] {
+                            for reply in [false, true] {
+                                for subscription in [Routing.SubscriptionState.subscribed, .unsubscribed, .none] {
+                                    for quiet in Quiet.allCases {
+                                        var input = Routing.ReactionInput()
+                                        input.common = Self.common(actor: actor, access: access, stale: stale, quiet: quiet)
+                                        input.reactions = preference
+                                        input.wroteMessage = wrote
+                                        input.onReply = reply
+                                        input.subscription = subscription
+                                        // SPEC §11.2 as a table, independently of decide's control flow.
+                                        let ruled: [String: String?] = [
+                                            "DONT_SUBSCRIBE": "REACTIONS_PREFERENCE",
+                                            "SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES": wrote ? nil : "REACTIONS_PREFERENCE",
+                                            "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES": reply && subscription == .unsubscribed && !wrote ? "UNSUBSCRIBED" : nil,
+                                        ]
+                                        let want = actor ? "SENDER" : !access ? "NO_ACCESS" : stale ? "STALE"
+                                            : (ruled[preference.rawValue]!) ?? Self.quietCode(quiet)
+                                            ?? (wrote ? "reactionOnOwnMessage" : "reactionOnMessage")
+                                        let got = Routing.decide(input)
+                                        #expect(got.code == want, "actor \(actor) access \(access) stale \(stale) \(preference) wrote \(wrote) reply \(reply) \(subscription) \(quiet)")
+                                        #expect(got.notified == want.first!.isLowercase)
+                                        checked += 1
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == 2 * 2 * 2 * ReactionsPreference.allCases.count * 2 * 2 * 3 * Quiet.allCases.count)
+    }
+
+    @Test("member actions: subject or actor × access × stale × every action × preference × quiet rule")
+    func memberActionsExhaustive() {
+        var checked = 0
+        for actor in [false, true] {
+            for access in [false, true] {
+                for stale in [false, true] {
+                    for action in MemberAction.allCases {
+                        for preference in MemberActionPreference.allCases {
+                            for quiet in Quiet.allCases {
+                                var input = Routing.MemberActionInput()
+                                input.common = Self.common(actor: actor, access: access, stale: stale, quiet: quiet)
+                                input.action = action
+                                input.preference = preference
+                                let want = actor ? "SENDER" : !access ? "NO_ACCESS" : stale ? "STALE"
+                                    : preference == .dontSubscribe ? "GROUP_ACTIONS_PREFERENCE" : Self.quietCode(quiet) ?? "memberAction"
+                                let got = Routing.decide(input)
+                                #expect(got.code == want, "actor \(actor) access \(access) stale \(stale) \(action) \(preference) \(quiet)")
+                                if got.notified { #expect(got.steps.last == "notify: memberAction") }
+                                checked += 1
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == 2 * 2 * 2 * MemberAction.allCases.count * MemberActionPreference.allCases.count * Quiet.allCases.count)
+    }
 }

@@ -69,7 +69,7 @@ enum DeliveryRequest {
             tokens[key, default: []].append(device.token)
         }
         guard !order.isEmpty else { return nil }
-        let (title, message) = job.notification
+        let (title, message) = job.push
         var writer = JSONWriter(reservingCapacity: 1024)
         writer.object { root in
             root.field("notifications") { list in
@@ -100,12 +100,12 @@ enum DeliveryRequest {
                             item.field("message", message)
                             if key.platform == 1 {
                                 item.field("badge", job.badge)
-                                item.field("collapse_id", job.messageID)
-                                item.field("thread-id", job.parentID ?? job.messageID)
+                                item.field("collapse_id", job.collapseID)
+                                item.field("thread-id", job.memberAction != nil ? job.collapseID : job.parentID ?? job.messageID)
                                 if let topic = key.topic { item.field("topic", topic) }
                                 if key.sandbox { item.field("development", true) }
                             } else {
-                                item.field("collapse_key", job.messageID)
+                                item.field("collapse_key", job.collapseID)
                             }
                             // gorush's `data`: the job's data and its id.
                             item.field("data") { $0.object { data in
@@ -115,6 +115,14 @@ enum DeliveryRequest {
                                 data.field("parentMessageId", job.parentID)
                                 data.field("conversationId", job.conversationID)
                                 data.field("sender", job.sender)
+                                if let reaction = job.reaction {
+                                    data.field("reactionId", reaction.id)
+                                    data.field("reaction", reaction.emoji)
+                                }
+                                if let action = job.memberAction {
+                                    data.field("action", action.action.rawValue)
+                                    data.field("uid", action.uid)
+                                }
                             } }
                         }
                     }

@@ -25,8 +25,13 @@ public enum DomainEvent: Sendable {
     case messageEdited(MessageEdited)
     case messageDeleted(MessageDeleted)
     case membership(MembershipChange)
+    /// `member.unbanned`, `member.scopeChanged`: no change to membership, but a member action
+    /// that notifies (SPEC §11.3).
+    case memberNotice(MembershipChange)
     case groupDeleted(guid: String, at: Int64)
-    /// Accepted and recorded, with no effect (`member.unbanned`, `member.scopeChanged`).
+    /// `reaction.added`, `reaction.removed` (SPEC §11.1).
+    case reaction(Reaction)
+    /// Accepted and recorded, with no effect.
     case noEffect
 
     public struct MessageCreated: Sendable {
@@ -75,6 +80,40 @@ public enum DomainEvent: Sendable {
         public let uid: String
         public let at: Int64
         public let joined: Bool
+        /// The preference this event is (`memberJoined` … `memberScopeChanged`).
+        public var action: MemberAction = .joined
+        /// Who added, kicked, banned, unbanned or changed the scope (optional, SPEC §11.1).
+        public var actor: String? = nil
+        /// `member.scopeChanged`: the new scope (`admin`, `moderator`, `participant`).
+        public var scope: String? = nil
+
+        public init(guid: String, uid: String, at: Int64, joined: Bool, action: MemberAction = .joined,
+                    actor: String? = nil, scope: String? = nil) {
+            self.guid = guid
+            self.uid = uid
+            self.at = at
+            self.joined = joined
+            self.action = action
+            self.actor = actor
+            self.scope = scope
+        }
+    }
+
+    /// A reaction was added to, or removed from, a message (SPEC §11.1).
+    public struct Reaction: Sendable {
+        public let id: String
+        public let messageID: String
+        public let reactor: String
+        public let reaction: String
+        public let conversation: Conversation
+        /// The reacted message's author, as the event says (Herald's own facts win).
+        public let messageSender: String?
+        /// The reacted message's thread root when it is a reply (resolved at ingest, as a message's).
+        public var parentID: String?
+        public let at: Int64
+        /// `reaction.added` (else `reaction.removed`).
+        public let added: Bool
+        public var threadID: String { parentID ?? messageID }
     }
 }
 
@@ -91,6 +130,7 @@ public struct IncomingEvent: Sendable {
         case .messageCreated(let m): (m.id, m.parentID)
         case .messageEdited(let m): (m.id, m.parentID)
         case .messageDeleted(let m): (m.id, m.parentID)
+        case .reaction(let r): (r.messageID, r.parentID)
         default: nil
         }
     }
@@ -109,6 +149,9 @@ public struct IncomingEvent: Sendable {
         case .messageDeleted(var m):
             m.parentID = parent
             copy.event = .messageDeleted(m)
+        case .reaction(var r):
+            r.parentID = parent
+            copy.event = .reaction(r)
         default:
             break
         }

@@ -102,19 +102,60 @@ public enum EventParser {
         case "message.created": event = .messageCreated(try messageCreated(data))
         case "message.edited": event = .messageEdited(try messageEdited(data))
         case "message.deleted": event = .messageDeleted(try messageDeleted(data))
-        case "member.joined", "member.added":
-            event = .membership(.init(guid: try data.id("guid"), uid: try data.id("uid"), at: try data.time("at"), joined: true))
-        case "member.left", "member.kicked", "member.banned":
-            event = .membership(.init(guid: try data.id("guid"), uid: try data.id("uid"), at: try data.time("at"), joined: false))
+        case "member.joined", "member.added", "member.left", "member.kicked", "member.banned":
+            event = .membership(try member(data, type: type))
         case "member.unbanned", "member.scopeChanged":
-            _ = (try data.id("guid"), try data.id("uid"), try data.time("at"))
-            event = .noEffect
+            event = .memberNotice(try member(data, type: type))
+        case "reaction.added", "reaction.removed":
+            event = .reaction(try reaction(data, added: type == "reaction.added"))
         case "group.deleted":
             event = .groupDeleted(guid: try data.id("guid"), at: try data.time("at"))
         default:
             throw EventRejection(code: "ERR_UNKNOWN_EVENT_TYPE", message: "unknown event type \(type)", field: "type")
         }
         return IncomingEvent(source: source, id: id, type: type, event: event)
+    }
+
+    /// The member actions by event type, and whether each makes the subject a member (nil: no
+    /// change to membership).
+    static let memberActions: [String: (MemberAction, joined: Bool?)] = [
+        "member.joined": (.joined, true), "member.added": (.added, true), "member.left": (.left, false),
+        "member.kicked": (.kicked, false), "member.banned": (.banned, false), "member.unbanned": (.unbanned, nil),
+        "member.scopeChanged": (.scopeChanged, nil),
+    ]
+    static let scopes: Set<String> = ["admin", "moderator", "participant"]
+    /// Most bytes of a reaction (an emoji, or a custom reaction's name).
+    public static let maxReactionBytes = 64
+
+    static func member(_ data: Fields, type: String) throws(EventRejection) -> DomainEvent.MembershipChange {
+        let (action, joined) = memberActions[type]!
+        var scope: String?
+        if action == .scopeChanged, let value = try data.optionalString("scope") {
+            guard scopes.contains(value) else {
+                throw .bad("data.scope must be \"admin\", \"moderator\" or \"participant\"", field: "data.scope")
+            }
+            scope = value
+        }
+        return DomainEvent.MembershipChange(guid: try data.id("guid"), uid: try data.id("uid"), at: try data.time("at"),
+                                            joined: joined ?? false, action: action, actor: try data.optionalID("actor"),
+                                            scope: scope)
+    }
+
+    static func reaction(_ data: Fields, added: Bool) throws(EventRejection) -> DomainEvent.Reaction {
+        let id = try data.id("id")
+        let messageID = try data.id("messageId")
+        let reactor = try data.id("reactor")
+        let reaction = try data.string("reaction")
+        guard !reaction.isEmpty, reaction.utf8.count <= maxReactionBytes,
+              !reaction.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw .bad("data.reaction must be 1-\(maxReactionBytes) bytes without control characters", field: "data.reaction")
+        }
+        let parentID = try data.optionalID("parentId")
+        if parentID == messageID { throw .bad("data.parentId must differ from data.messageId", field: "data.parentId") }
+        return DomainEvent.Reaction(id: id, messageID: messageID, reactor: reactor, reaction: reaction,
+                                    conversation: try conversation(data, sender: reactor),
+                                    messageSender: try data.optionalID("messageSender"), parentID: parentID,
+                                    at: try data.time("at"), added: added)
     }
 
     static func conversation(_ data: Fields, sender: String) throws(EventRejection) -> Conversation {

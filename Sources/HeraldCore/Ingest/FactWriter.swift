@@ -19,6 +19,10 @@ struct FactWriter {
     /// The event that brought each deletion, for its retractions.
     private var deletionEvents: [[UInt8]: IncomingEvent] = [:]
     private var memberships: [DomainEvent.MembershipChange] = []
+    /// Membership events (changing membership or not), for their member-action jobs (SPEC §11.3).
+    private var memberEvents: [MemberActionJobs.Item] = []
+    private var memberNotices: [MemberActionJobs.Item] = []
+    private var reactions: [ReactionJobs.Item] = []
     private var groupDeletions: [String: Int64] = [:]
 
     init(app: String, events: [IncomingEvent], rehome: [Rehoming] = []) {
@@ -43,6 +47,11 @@ struct FactWriter {
                 deletionEvents[Array(m.id.utf8)] = event
             case .membership(let change):
                 memberships.append(change)
+                memberEvents.append(.init(event: event, change: change))
+            case .memberNotice(let change):
+                memberNotices.append(.init(event: event, change: change))
+            case .reaction(let reaction):
+                reactions.append(.init(event: event, reaction: reaction))
             case .groupDeleted(let guid, let at):
                 groupDeletions[guid] = min(groupDeletions[guid] ?? at, at)
             case .noEffect:
@@ -186,6 +195,8 @@ struct FactWriter {
             summaryJoined.append(m.sentAt)
             summaryRemoved.append(nil)
         }
+        // Who was a member before this batch, for the member events that change it (SPEC §11.3).
+        let membersBefore = try MemberActionJobs.state(app: app, of: memberships, on: connection)
         if !summaryGroups.isEmpty {
             try connection.query("""
                 INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
@@ -267,7 +278,16 @@ struct FactWriter {
         produced += try Fanout(app: app, jobsMayExist: jobsMayExist).runEdits(freshEdits, on: connection)
         // Recipients already pushed an edited message get its new body (SPEC §11.4), after the
         // edits' mention jobs, which take their place for the newly mentioned.
-        return try produced + Updates.make(app: app, edits: freshEdits, on: connection)
+        produced += try Updates.make(app: app, edits: freshEdits, on: connection)
+        // Reactions (SPEC §11.2), after this batch's messages and deletions are stored.
+        produced += try ReactionJobs.apply(app: app, reactions, on: connection)
+        // Member actions (SPEC §11.3): the events that changed membership, and every notice.
+        var actions = memberNotices
+        if !memberEvents.isEmpty {
+            let membersAfter = try MemberActionJobs.state(app: app, of: memberships, on: connection)
+            actions = MemberActionJobs.changing(memberEvents, before: membersBefore, after: membersAfter) + actions
+        }
+        return try produced + MemberActionJobs.make(app: app, actions, on: connection)
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.

@@ -124,8 +124,9 @@ public final class IngestCombiner: Sendable {
             case .messageCreated(let m): key += "t" + m.threadID
             case .messageEdited(let m): key += "t" + m.threadID
             case .messageDeleted(let m): key += "t" + m.threadID
-            case .membership(let change): key += "g" + change.guid
+            case .membership(let change), .memberNotice(let change): key += "g" + change.guid
             case .groupDeleted(let guid, _): key += "g" + guid
+            case .reaction(let r): key += "t" + r.threadID
             case .noEffect: continue
             }
             break

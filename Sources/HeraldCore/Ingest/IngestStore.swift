@@ -88,7 +88,10 @@ public struct IngestStore: Sendable {
                     }
                     if !accepted.isEmpty {
                         // a reply moves what was filed under its id only when its creation is new here
-                        let acceptedIDs = Set(accepted.compactMap { $0.message.map { Array($0.id.utf8) } })
+                        let acceptedIDs = Set(accepted.compactMap { event -> [UInt8]? in
+                            guard case .messageCreated(let m) = event.event else { return nil }
+                            return Array(m.id.utf8)
+                        })
                         let rehome = resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }
                         let writer = FactWriter(app: app, events: accepted, rehome: rehome)
                         jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, on: connection)
@@ -210,8 +213,11 @@ public struct IngestStore: Sendable {
                 if m.parentID != nil { locks.thread(m.id, group: m.conversation.groupID) }
             case .messageEdited(let m): locks.thread(m.threadID, group: m.conversation.groupID)
             case .messageDeleted(let m): locks.thread(m.threadID, group: m.conversation?.groupID)
-            case .membership(let change): locks.group(change.guid)
+            case .membership(let change), .memberNotice(let change): locks.group(change.guid)
             case .groupDeleted(let guid, _): locks.group(guid)
+            // a reaction's jobs are decided under its message's thread lock: a deletion of the
+            // message cannot slip between them (its jobs are cancelled with the message's)
+            case .reaction(let r): locks.thread(r.threadID, group: r.conversation.groupID)
             case .noEffect: break
             }
         }
@@ -244,6 +250,7 @@ extension IncomingEvent {
         switch event {
         case .messageEdited(let m): return m.parentID == nil
         case .messageDeleted(let m): return m.parentID == nil
+        case .reaction(let r): return r.parentID == nil
         default: return false
         }
     }

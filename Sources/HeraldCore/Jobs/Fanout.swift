@@ -97,27 +97,11 @@ struct Fanout {
         let now = currentTimeMilliseconds()
         let created = created.filter { !settings.isStale(eventTime: $0.message.sentAt, now: now) }
         guard !created.isEmpty else { return 0 }
-        let groups = Array(Set(created.compactMap(\.message.conversation.groupID)))
-        var large: Set<String> = []
-        if !groups.isEmpty {
-            for row in try connection.query("""
-                SELECT x.g FROM unnest($2::text[]) AS x(g)
-                 WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                               WHERE gm.app = $1 AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
-                                               LIMIT $3 + 1) c) > $3
-                """, [app, groups, settings.largeGroupThreshold]) {
-                large.insert(try row.decode("g", as: String.self))
-            }
-        }
-        let deferred = created.filter { $0.message.conversation.groupID.map(large.contains) ?? false }
-        if !deferred.isEmpty {
-            try connection.query("""
-                INSERT INTO fanout_tasks (app, event_source, event_id, event_type, message_id)
-                SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x
-                ON CONFLICT (app, event_source, event_id) DO NOTHING
-                """, [app, deferred.map(\.event.source), deferred.map(\.event.id), deferred.map(\.event.type),
-                      deferred.map(\.message.id)])
-        }
+        let large = try EventJobs.largeGroups(app: app, created.compactMap(\.message.conversation.groupID),
+                                              threshold: settings.largeGroupThreshold, on: connection)
+        try EventJobs.enqueue(app: app, created.filter { $0.message.conversation.groupID.map(large.contains) ?? false }.map {
+            EventJobs.Task(event: $0.event, messageID: $0.message.id, subjectID: nil)
+        }, on: connection)
         return try produce(created.filter { !($0.message.conversation.groupID.map(large.contains) ?? false) },
                         settings: settings, after: nil, limit: nil, on: connection).produced
     }
@@ -169,9 +153,7 @@ struct Fanout {
         var last: String?
 
         let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
-        let now = currentTimeMilliseconds()
-        var parsed: [String: EffectivePreferences] = [:]
-        var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
+        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         var jobs: [JobRow] = []
         for row in rows {
             let messageID = try row.decode("message_id", as: String.self)
@@ -181,28 +163,13 @@ struct Fanout {
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: item.message.sentAt)
-            // Users with the same stored preferences (most often none) share the effective
-            // preferences and local time, worked out once per chunk rather than per member.
             let text = try row.decode("preferences", as: String?.self)
-            let preferences: EffectivePreferences
-            if let cached = parsed[text ?? ""] {
-                preferences = cached
-            } else {
-                preferences = Self.effective(stored: text, settings: settings)
-                parsed[text ?? ""] = preferences
-            }
-            let type: Routing.ConversationType = item.message.conversation.groupID == nil ? .oneOnOne : .group
-            let key = (type == .group ? "g" : "o") + (text ?? "")
-            let shared: (Routing.Preferences, LocalTime)
-            if let cached = resolved[key] {
-                shared = cached
-            } else {
-                shared = Self.resolve(preferences, type: type, now: now)
-                resolved[key] = shared
-            }
+            let preferences = cache.effective(text)
+            let shared = cache.resolve(text, type: item.message.conversation.groupID == nil ? .oneOnOne : .group)
             let input = Self.input(item.message, recipient: uid, subscription: subscription,
                                    mentionedExplicitly: try row.decode("mentioned", as: Bool.self), preferences: preferences,
-                                   settings: settings, mutedUntil: try row.decode("muted_until", as: Int64?.self), now: now, resolved: shared)
+                                   settings: settings, mutedUntil: try row.decode("muted_until", as: Int64?.self), now: cache.now,
+                                   resolved: shared)
             let decision = Routing.decide(input)
             guard case .notified(let reason) = decision.outcome else { continue }
             jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: preferences)))
@@ -221,13 +188,7 @@ struct Fanout {
         guard !jobs.isEmpty else { return 0 }
 
         // The badge: each recipient's unread thread count, now that this batch is applied.
-        var badges: [String: Int] = [:]
-        for row in try connection.query("""
-            SELECT uid, count(*) AS unread_threads FROM subscriptions
-             WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND has_unread GROUP BY uid
-            """, [app, Array(Set(jobs.map(\.recipient)))]) {
-            badges[try row.decode("uid", as: String.self)] = try row.decode("unread_threads", as: Int.self)
-        }
+        let badges = try EventJobs.badges(app: app, recipients: jobs.map(\.recipient), on: connection)
         let insert = """
             INSERT INTO jobs (app, message_id, recipient, reason, privacy, badge, event_source, event_id, event_type)
             SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::int[], $7::text[], $8::text[], $9::text[]) AS x

@@ -52,14 +52,18 @@ public final class FanoutWorker: Sendable {
                          WHERE NOT done AND (lease_until IS NULL OR lease_until < herald_now_ms())
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
                  WHERE t.app = picked.app AND t.id = picked.id
-                RETURNING t.app, t.id, t.event_source, t.event_id, t.event_type, t.message_id, t.after_uid
+                RETURNING t.app, t.id, t.event_source, t.event_id, t.event_type, t.message_id, t.subject_id, t.after_uid
                 """, [leaseSeconds])
         }
         guard let row = rows.first else { return false }
         let app = try row.decode("app", as: String.self)
         let taskID = try row.decode("id", as: Int64.self)
         let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)
-        let messageID = try row.decode("message_id", as: String.self)
+        // A message's task names the message; a reaction's its message and reaction; a member
+        // action's its group (SPEC §11).
+        let messageID = try row.decode("message_id", as: String?.self) ?? ""
+        let subjectID = try row.decode("subject_id", as: String?.self) ?? ""
+        let kind: Kind = event.type == "reaction.added" ? .reaction : event.type.hasPrefix("member.") ? .memberAction : .message
         var after = try row.decode("after_uid", as: String?.self)
         let started = monotonicNanoseconds()
         var chunks = 0
@@ -71,7 +75,9 @@ public final class FanoutWorker: Sendable {
             let done = try database.withConnection { connection in
                 try LockSet.holding(app: app, on: connection, resolve: { connection in
                     var locks = LockSet()
-                    guard let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection) else { return ("", locks) }
+                    guard kind != .memberAction,
+                          let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection)
+                            ?? StoredMessage.reactionThread(app: app, reaction: subjectID, on: connection) else { return ("", locks) }
                     locks.thread(thread, group: group)
                     return (thread, locks)
                 }) { _, connection -> Bool in
@@ -80,14 +86,25 @@ public final class FanoutWorker: Sendable {
                         "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
                     guard let state = current.first, try state.decode("done", as: Bool.self) == false,
                           try state.decode("after_uid", as: String?.self) == after else { return true }
-                    guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
-                        try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
-                                             [app, taskID])
-                        return true // deleted meanwhile: nothing to notify
-                    }
                     let settings = try PreferenceStore().settings(app: app, on: connection)
-                    let (last, count) = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
-                                                            after: after, limit: chunkSize, on: connection)
+                    let last: String?, count: Int
+                    switch kind {
+                    case .message:
+                        guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
+                            try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
+                                                 [app, taskID])
+                            return true // deleted meanwhile: nothing to notify
+                        }
+                        (last, count) = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                                                                    after: after, limit: chunkSize, on: connection)
+                    case .reaction:
+                        // a reaction removed, or its message deleted, meanwhile yields no candidates: done
+                        (last, count) = try ReactionJobs.produce(app: app, [(event, subjectID)], settings: settings, after: after,
+                                                                 limit: chunkSize, on: connection)
+                    case .memberAction:
+                        (last, count) = try MemberActionJobs.produce(app: app, [event], settings: settings, after: after,
+                                                                     limit: chunkSize, on: connection)
+                    }
                     try connection.query("""
                         UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
                                                 lease_until = herald_now_ms() + $5::bigint * 1000, updated_at = herald_now_ms()
@@ -108,8 +125,20 @@ public final class FanoutWorker: Sendable {
     }
 }
 
+extension FanoutWorker {
+    /// What a task fans out.
+    enum Kind { case message, reaction, memberAction }
+}
+
 /// A stored message as the fan-out needs it.
 enum StoredMessage {
+    /// The thread and group of a reaction whose message Herald has not seen.
+    static func reactionThread(app: String, reaction: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
+        guard let row = try connection.query("SELECT coalesce(parent_id, message_id) AS thread_id, group_id FROM reactions WHERE app = $1 AND id = $2",
+                                             [app, reaction]).first else { return nil }
+        return (try row.decode("thread_id", as: String.self), try row.decode("group_id", as: String?.self))
+    }
+
     static func thread(app: String, id: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
         guard let row = try connection.query("SELECT coalesce(parent_id, id) AS thread_id, group_id FROM messages WHERE app = $1 AND id = $2",
                                              [app, id]).first else { return nil }

@@ -38,6 +38,28 @@ struct JobPayload {
     var updates: String?
     /// The device that acted (a read's `deviceId`): left out of `devices`.
     var excludeDevice: String?
+    /// A `reaction` job's reaction (SPEC §11.2); also set on a reaction's retraction.
+    var reaction: Reaction?
+    /// A `memberAction` job's action (SPEC §11.3).
+    var memberAction: MemberActionFacts?
+
+    struct Reaction {
+        var id: String
+        var reactor: String
+        var emoji: String
+    }
+
+    struct MemberActionFacts {
+        var action: MemberAction
+        var uid: String
+        var actor: String?
+        var scope: String?
+        var at: Int64
+    }
+
+    /// APNs' limit on a payload; the `notification` and `data` of a job stay within it (SPEC §11:
+    /// the text is cut, never the JSON).
+    static let maxPushBytes = 4096
 
     /// What a silent job removes from the recipient's devices: the notifications of replies read
     /// elsewhere (`clear`), or of a deleted message and its replies (`retract`).
@@ -48,9 +70,18 @@ struct JobPayload {
     }
 
     /// The FROM clause over the jobs `source` (`jobs`, or a CTE of them) that `columns` reads:
-    /// each job `j` and its message `m` (a clear job's thread root, which may not have arrived).
+    /// each job `j` and its message `m` (a clear job's thread root, or a reacted message, which may
+    /// not have arrived); a reaction's job its reaction `r`, a member action's its action `a`
+    /// (each looked up only for its kind of job).
     static func from(_ source: String) -> String {
-        "\(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id"
+        """
+        \(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id
+        LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
+                             FROM reactions r WHERE j.subject_id IS NOT NULL AND r.app = j.app AND r.id = j.subject_id) r ON true
+        LEFT JOIN LATERAL (SELECT a.group_id, a.uid, a.actor, a.action, a.scope, a.at FROM member_actions a
+                            WHERE j.kind = 'memberAction' AND a.app = j.app AND a.event_source = j.event_source
+                              AND a.event_id = j.event_id) a ON true
+        """
     }
 
     /// The select list that `init(row:)` reads by name, over `from(…)`.
@@ -58,18 +89,43 @@ struct JobPayload {
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
-        j.reason, j.privacy, j.badge, j.message_id, coalesce(m.conversation_id, '') AS conversation_id,
-        coalesce(m.receiver_type, '') AS receiver_type, m.group_id, coalesce(m.sender, '') AS sender,
-        coalesce(m.sent_at, 0) AS sent_at, m.parent_id, coalesce(m.text, '') AS text, j.last_error,
+        j.reason, j.privacy, j.badge, coalesce(j.message_id, '') AS message_id,
+        coalesce(m.conversation_id, r.conversation_id, 'group_' || a.group_id, '') AS conversation_id,
+        coalesce(m.receiver_type, r.receiver_type, CASE WHEN a.group_id IS NOT NULL THEN 'group' END, '') AS receiver_type,
+        coalesce(m.group_id, r.group_id, a.group_id) AS group_id, coalesce(m.sender, r.message_sender, '') AS sender,
+        coalesce(m.sent_at, 0) AS sent_at, coalesce(m.parent_id, r.parent_id) AS parent_id, coalesce(m.text, '') AS text, j.last_error,
+        j.subject_id, r.reactor, r.reaction, a.uid AS action_uid, a.actor AS action_actor, a.action, a.scope AS action_scope,
+        a.at AS action_at,
         j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason,
         \(Device.Target.recipientDevices) AS devices
         """
 
-    /// `message` (top-level), `reply` (SPEC §9), `clear` (SPEC §13.2) or `retract` (SPEC §11.4).
-    var kind: String { removal?.kind.rawValue ?? (updates != nil ? "update" : parentID == nil ? "message" : "reply") }
+    /// `message` (top-level), `reply` (SPEC §9), `clear` (SPEC §13.2), `retract` or `update`
+    /// (SPEC §11.4), `reaction` (SPEC §11.2) or `memberAction` (SPEC §11.3).
+    var kind: String {
+        if let removal { return removal.kind.rawValue }
+        if updates != nil { return "update" }
+        if memberAction != nil { return "memberAction" }
+        if reaction != nil { return "reaction" }
+        return parentID == nil ? "message" : "reply"
+    }
 
-    /// Title and body from the default or the privacy template.
+    /// `tag` and `collapseId`: the message id; a reaction's id; a member action's group.
+    var collapseID: String { memberAction != nil ? groupID ?? "" : reaction?.id ?? messageID }
+
+    /// Title and body from the default or the privacy template (uncut: see `push`).
     var notification: (title: String, body: String) {
+        if let action = memberAction {
+            if privacy { return ("Group update", "A group you are in has changed") }
+            return (groupID ?? "", Self.body(of: action))
+        }
+        if let reaction {
+            if privacy { return ("New reaction", "You have a new reaction") }
+            let whose = reason == Routing.Reason.reactionOnOwnMessage.rawValue ? "your message"
+                : sender.isEmpty ? "a message" : "\(sender)'s message"
+            return (groupID.map { "\(reaction.reactor) @ \($0)" } ?? reaction.reactor,
+                    "\(reaction.reactor) reacted \(reaction.emoji) to \(whose)" + (text.isEmpty ? "" : ": \(text)"))
+        }
         let reason = updates ?? self.reason   // an update says what the job it updates said, with the new text
         if privacy {
             let mentioned = reason == "mention" || reason == "mentionAll"
@@ -85,10 +141,66 @@ struct JobPayload {
         }
     }
 
+    /// A member action's body (SPEC §11.3): `alice added bob`, or `bob was added` without an actor.
+    static func body(of action: MemberActionFacts) -> String {
+        let subject = action.uid
+        func acted(_ verb: String, passive: String) -> String {
+            action.actor.map { "\($0) \(verb) \(subject)" } ?? "\(subject) was \(passive)"
+        }
+        switch action.action {
+        case .joined: return "\(subject) joined"
+        case .left: return "\(subject) left"
+        case .added: return acted("added", passive: "added")
+        case .kicked: return acted("removed", passive: "removed")
+        case .banned: return acted("banned", passive: "banned")
+        case .unbanned: return acted("unbanned", passive: "unbanned")
+        case .scopeChanged:
+            guard let scope = action.scope else {
+                return action.actor.map { "\($0) changed \(subject)'s scope" } ?? "\(subject)'s scope was changed"
+            }
+            let role = scope == "admin" ? "an admin" : "a \(scope)"
+            return action.actor.map { "\($0) made \(subject) \(role)" } ?? "\(subject) was made \(role)"
+        }
+    }
+
+    /// The title and body as sent: the body cut (at a character, ending in "…") so that the job's
+    /// `notification` and `data` together stay within `maxPushBytes` of JSON.
+    var push: (title: String, body: String) {
+        let (title, body) = notification
+        // Most bodies are far from the limit: every byte of every field escaped at its worst (6)
+        // and the JSON around them still fit.
+        let fields = title.utf8.count + body.utf8.count + 3 * messageID.utf8.count + conversationID.utf8.count
+            + sender.utf8.count + 2 * (groupID?.utf8.count ?? 0) + (parentID?.utf8.count ?? 0)
+            + 2 * (reaction.map { $0.id.utf8.count + $0.reactor.utf8.count + $0.emoji.utf8.count } ?? 0)
+            + (memberAction.map { $0.uid.utf8.count + ($0.actor?.utf8.count ?? 0) } ?? 0)
+        if fields * 6 + 512 <= Self.maxPushBytes { return (title, body) }
+        var probe = JSONWriter()
+        probe.object { writePush(to: &$0, title: title, body: "") }
+        return (title, Self.cut(body, toEscapedBytes: Self.maxPushBytes - probe.text.utf8.count))
+    }
+
+    /// `text` whole when its JSON escape fits in `budget` bytes, else its longest prefix of whole
+    /// characters that fits with "…" after it.
+    static func cut(_ text: String, toEscapedBytes budget: Int) -> String {
+        func escaped<S: Sequence>(_ scalars: S) -> Int where S.Element == Unicode.Scalar {
+            scalars.reduce(0) { $0 + JSONValue.escapedUTF8Count($1) }
+        }
+        if escaped(text.unicodeScalars) <= budget { return text }
+        let room = budget - 3   // "…"
+        var used = 0
+        var end = text.startIndex
+        for index in text.indices {
+            let width = escaped(text[index].unicodeScalars)
+            guard used + width <= room else { break }
+            used += width
+            end = text.index(after: index)
+        }
+        return room > 0 ? text[..<end] + "…" : ""
+    }
+
     /// The job as its JSON object (`POST /v1/jobs/claim`); `withLastError` adds `lastError`
     /// (the dead-job list).
     func write(to writer: inout JSONWriter, withLastError: Bool = false) {
-        let (title, body) = notification
         writer.object { job in
             job.field("id", wireJobID(id))
             job.field("attempt", attempt)
@@ -102,45 +214,67 @@ struct JobPayload {
             } }
             job.field("kind", kind)
             job.field("reason", reason)
-            if let removal {
-                // Silent: remove these notifications (a clear job: from the reader's other
-                // devices, and set the badge).
-                job.field("notification", JSONValue.null)
-                job.field("data") { $0.object { data in
-                    switch removal.kind {
-                    case .clear:
-                        data.field("parentMessageId", messageID)
-                        data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
-                        data.field("badge", badge)
-                    case .retract:
-                        data.field("messageId", messageID)
-                        data.field("parentMessageId", parentID)
-                        data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
-                    }
-                } }
-            } else {
-                job.field("notification") { $0.object { notification in
-                    notification.field("title", title)
-                    notification.field("body", body)
-                    notification.field("tag", messageID)
-                    notification.field("collapseId", messageID)
-                    notification.field("badge", badge)
-                    if updates != nil { notification.field("silent", true) }
-                } }
-                job.field("data") { $0.object { data in
-                    data.field("messageId", messageID)
-                    data.field("parentMessageId", parentID)
-                    data.field("conversationId", conversationID)
-                    data.field("receiverType", receiverType)
-                    data.field("receiver", groupID ?? sender)
-                    data.field("sender", sender)
-                    data.field("sentAt", sentAt)
-                } }
-            }
+            let (title, body) = removal == nil ? push : ("", "")
+            writePush(to: &job, title: title, body: body)
             job.field("excludeDevice", excludeDevice)
             job.field("devices", array: devices)
             if withLastError { job.field("lastError", lastError) }
         }
+    }
+
+    /// The `notification` and `data` fields, into an object being written.
+    func writePush(to job: inout JSONWriter, title: String, body: String) {
+        if let removal {
+            // Silent: remove these notifications (a clear job: from the reader's other
+            // devices, and set the badge).
+            job.field("notification", JSONValue.null)
+            job.field("data") { $0.object { data in
+                switch removal.kind {
+                case .clear:
+                    data.field("parentMessageId", messageID)
+                    data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
+                    data.field("badge", badge)
+                case .retract:
+                    data.field("messageId", messageID)
+                    data.field("parentMessageId", parentID)
+                    data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
+                }
+            } }
+            return
+        }
+        job.field("notification") { $0.object { notification in
+            notification.field("title", title)
+            notification.field("body", body)
+            notification.field("tag", collapseID)
+            notification.field("collapseId", collapseID)
+            notification.field("badge", badge)
+            if updates != nil { notification.field("silent", true) }
+        } }
+        job.field("data") { $0.object { data in
+            if let action = memberAction {
+                data.field("conversationId", conversationID)
+                data.field("receiverType", receiverType)
+                data.field("receiver", groupID)
+                data.field("action", action.action.rawValue)
+                data.field("uid", action.uid)
+                data.field("actor", action.actor)
+                data.field("scope", action.scope)
+                data.field("at", action.at)
+                return
+            }
+            data.field("messageId", messageID)
+            data.field("parentMessageId", parentID)
+            data.field("conversationId", conversationID)
+            data.field("receiverType", receiverType)
+            data.field("receiver", groupID ?? reaction?.reactor ?? sender)
+            data.field("sender", sender)
+            data.field("sentAt", sentAt)
+            if let reaction {
+                data.field("reactionId", reaction.id)
+                data.field("reaction", reaction.emoji)
+                data.field("reactor", reaction.reactor)
+            }
+        } }
     }
 }
 
@@ -169,6 +303,13 @@ extension JobPayload {
         lastError = try row.decode("last_error")
         devices = try Device.Target.list(json: try row.decode("devices"))
         excludeDevice = try row.decode("exclude_device")
+        if let subject = try row.decode("subject_id", as: String?.self), let reactor = try row.decode("reactor", as: String?.self) {
+            reaction = Reaction(id: subject, reactor: reactor, emoji: try row.decode("reaction"))
+        }
+        if let name = try row.decode("action", as: String?.self), let action = MemberAction(rawValue: name) {
+            memberAction = MemberActionFacts(action: action, uid: try row.decode("action_uid"), actor: try row.decode("action_actor"),
+                                             scope: try row.decode("action_scope"), at: try row.decode("action_at"))
+        }
         if try row.decode("job_kind", as: String?.self) == "update" { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
         if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
             var ids: [String] = []

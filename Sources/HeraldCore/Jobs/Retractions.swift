@@ -3,8 +3,8 @@ import Postgres
 /// SPEC §11.4, deletions: when a message is deleted, its jobs that no worker claimed are
 /// cancelled (`FactWriter`), and each recipient who already had one of its jobs claimed — or
 /// one of its replies', for a parent — gets one `retract` job: no notification, `data`
-/// `{messageId, parentMessageId, collapseIds}` (the latest 100), so push senders remove what is
-/// shown. Retractions skip preferences and quiet rules; the app setting `messageDeleted:
+/// `{messageId, parentMessageId, collapseIds}` (the latest 100; a reaction's notification is
+/// collapsed under the reaction's id), so push senders remove what is shown. Retractions skip preferences and quiet rules; the app setting `messageDeleted:
 /// DONT_NOTIFY` turns them off, and a stale deletion (SPEC §11.5) makes none.
 ///
 /// One per (deletion event, recipient), through the jobs' unique key: a redelivered deletion
@@ -25,11 +25,13 @@ enum Retractions {
         let rows = try connection.query("""
             INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
             SELECT $1, x.id, j.recipient, x.source, x.event_id, 'message.deleted', 'deleted', 'retract',
-                   (array_agg(DISTINCT m.id ORDER BY m.id DESC))[1:\(maxCollapseIDs)]
+                   (array_agg(DISTINCT coalesce(j.subject_id, m.id) ORDER BY coalesce(j.subject_id, m.id) DESC))[1:\(maxCollapseIDs)]
               FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)
              CROSS JOIN LATERAL (SELECT id FROM messages WHERE app = $1 AND id = x.id
                                  UNION SELECT id FROM messages WHERE app = $1 AND parent_id = x.id) m
-              JOIN jobs j ON j.app = $1 AND j.message_id = m.id AND j.kind IS NULL AND j.state IN ('leased', 'acked')
+              -- notifications of the messages and of reactions to them (whose collapse id is the reaction's)
+              JOIN jobs j ON j.app = $1 AND j.message_id = m.id AND (j.kind IS NULL OR j.kind = 'reaction')
+                         AND j.state IN ('leased', 'acked')
              GROUP BY x.id, x.source, x.event_id, j.recipient
             ON CONFLICT DO NOTHING
             """, [app, due.map(\.message.id), due.map(\.event.source), due.map(\.event.id)])

@@ -13,7 +13,16 @@ enum RoutingAPI {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let app = context.app
+        // `?event=<source>/<id>` picks one of the message's events (SPEC §11): its creation, or a
+        // reaction to it. Sources and ids may hold '/', so the text is matched whole.
+        let event = context.request.query["event"]
+        if let event, event.isEmpty || event.utf8.count > 513 {
+            throw HTTPError.badRequest("event must be <source>/<id>", params: ["field": "event"])
+        }
         let explanation = try context.services.database.withConnection { connection -> RoutingExplanation in
+            if let event, let reaction = try explainReaction(app: app, uid: uid, messageID: messageID, event: event, on: connection) {
+                return reaction
+            }
             let rows = try connection.query("""
                 SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
                        m.category, m.send_notification, m.mentions_all, m.quoted_sender,
@@ -30,7 +39,7 @@ enum RoutingAPI {
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                          WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_id IS NULL
                          ORDER BY j.id LIMIT 1) AS job,
-                       s.since, s.manual_at, s.unsubscribed_at,
+                       s.since, s.manual_at, s.unsubscribed_at, m.event_source, m.event_id,
                        -- when Herald applied the message's event (kept as long as dedupe keeps it)
                        (SELECT e.received_at FROM events e
                          WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id) AS applied_at
@@ -41,6 +50,10 @@ enum RoutingAPI {
             guard let row = rows.first else {
                 throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
                                 params: ["field": "messageId"])
+            }
+            if let event, event != (try row.decode("event_source", as: String?.self) ?? "") + "/" + (try row.decode("event_id", as: String?.self) ?? "") {
+                throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "the message has no such event (its creation, or a reaction to it)",
+                                params: ["field": "event"])
             }
             let sender = try row.decode("sender", as: String.self)
             let groupID = try row.decode("group_id", as: String?.self)
@@ -81,6 +94,78 @@ enum RoutingAPI {
             return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
         }
         return .json(explanation)
+    }
+}
+
+extension RoutingAPI {
+    /// The decision for `uid` of the reaction to `messageID` whose reaction.added is `event`
+    /// (`<source>/<id>`), as its jobs were decided (`ReactionJobs.produce`); nil when no
+    /// reaction to the message has that event.
+    static func explainReaction(app: String, uid: String, messageID: String, event: String,
+                                on connection: PostgresConnection) throws -> RoutingExplanation? {
+        let rows = try connection.query("""
+            SELECT r.reactor, r.group_id, r.user_a, r.user_b, r.added_at, r.removed_at, r.added_source, r.added_event_id,
+                   coalesce(m.sender, r.message_sender) AS author, coalesce(m.parent_id, r.parent_id) AS parent_id,
+                   m.deleted_at IS NOT NULL AS deleted,
+                   CASE WHEN r.group_id IS NULL THEN $2 IN (r.user_a, r.user_b)
+                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1)
+                                              AND (r.added_at >= g.joined_at OR herald_member_at($1, r.group_id, $2, r.added_at))
+                                         FROM group_members g WHERE g.app = $1 AND g.group_id = r.group_id AND g.uid = $2), false) END AS has_access,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
+                   (SELECT mu.until FROM user_mutes mu
+                     WHERE mu.app = $1 AND mu.uid = $2
+                       AND mu.conversation_type = CASE WHEN r.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                       AND mu.conversation_id = coalesce(r.group_id, r.reactor)) AS muted_until,
+                   (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason, 'state', j.state)::text FROM jobs j
+                     WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = r.message_id AND j.subject_id = r.id
+                       AND j.kind = 'reaction' ORDER BY j.id LIMIT 1) AS job,
+                   (SELECT e.received_at FROM events e
+                     WHERE e.app = $1 AND e.source = r.added_source AND e.id = r.added_event_id) AS applied_at
+              FROM reactions r
+              LEFT JOIN messages m ON m.app = $1 AND m.id = r.message_id
+              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, r.parent_id)
+             WHERE r.app = $1 AND r.message_id = $3 AND r.added_at IS NOT NULL AND r.added_source || '/' || r.added_event_id = $4
+            """, [app, uid, messageID, event])
+        guard let row = rows.first else { return nil }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let type: Routing.ConversationType = try row.decode("group_id", as: String?.self) == nil ? .oneOnOne : .group
+        let text = try row.decode("preferences", as: String?.self)
+        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        let addedAt = try row.decode("added_at", as: Int64.self)
+        var input = Routing.ReactionInput()
+        input.common = cache.common(text, type: type, mutedUntil: try row.decode("muted_until"))
+        input.common.isActor = try row.decode("reactor", as: String.self) == uid
+        input.common.hasAccess = try row.decode("has_access")
+        if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
+            input.common.stale = settings.isStale(eventTime: addedAt, now: appliedAt)
+        }
+        input.reactions = cache.effective(text).conversation(type).reactions
+        input.wroteMessage = try row.decode("author", as: String?.self) == uid
+        input.onReply = try row.decode("parent_id", as: String?.self) != nil
+        input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                       manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                                                       asOf: addedAt)
+        let decision = Routing.decide(input)
+        var steps = decision.steps
+        var notified = decision.notified
+        var reason = decision.code
+        var jobID: String?
+        let removed = try row.decode("removed_at", as: Int64?.self) != nil, deleted = try row.decode("deleted", as: Bool.self)
+        if removed { steps.insert("the reaction was removed: its unclaimed jobs were cancelled", at: 0) }
+        if deleted { steps.insert("the message was deleted: a reaction to it notifies nobody", at: 0) }
+        if let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
+           case .string(let id)? = job["id"], case .string(let jobReason)? = job["reason"] {
+            steps.insert("job \(id) was produced when the reaction arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
+            notified = true
+            reason = jobReason
+            jobID = id
+        } else if removed || deleted {
+            notified = false
+        } else if decision.notified {
+            steps.insert("no job was produced when the reaction arrived (it predates a preference change, it was removed first, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
+        }
+        return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
     }
 }
 

@@ -24,9 +24,10 @@ public enum Routing {
         }
     }
 
-    /// Reasons, strongest first.
+    /// Reasons, strongest first (a message's; then a reaction's and a member action's, SPEC §11).
     public enum Reason: String, Sendable, CaseIterable, Comparable {
         case mention, mentionAll, quote, subscribedThread, allReplies, allMessages
+        case reactionOnOwnMessage, reactionOnMessage, memberAction
 
         public static func < (lhs: Reason, rhs: Reason) -> Bool {
             allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
@@ -39,6 +40,7 @@ public enum Routing {
         case mutePreference = "MUTE_PREFERENCE", dndPreference = "DND_PREFERENCE", schedulePreference = "SCHEDULE_PREFERENCE"
         /// The event was older than the app's `maxEventAgeSeconds` when it was applied (SPEC §11.5).
         case stale = "STALE"
+        case reactionsPreference = "REACTIONS_PREFERENCE", groupActionsPreference = "GROUP_ACTIONS_PREFERENCE"
     }
 
     /// The recipient's effective preferences for the message's conversation type.
@@ -198,17 +200,130 @@ public enum Routing {
         if bypass {
             steps.append("the app bypasses mute, DND and schedule for this mention")
         } else {
-            if let until = input.mutedUntil, until > input.now {
-                return skip(.mutePreference, "the conversation is muted until \(until)")
-            }
-            if preferences.dndEnabled { return skip(.dndPreference, "do-not-disturb is enabled") }
-            if !preferences.schedule.allows(weekday: input.localTime.weekday, hhmm: input.localTime.hhmm) {
-                return skip(.schedulePreference, "the schedule of \(Schedule.dayNames[input.localTime.weekday]) in \(preferences.timezone) excludes \(input.localTime.hhmm)")
+            if let (code, why) = quiet(mutedUntil: input.mutedUntil, preferences: preferences, localTime: input.localTime, now: input.now) {
+                return skip(code, why)
             }
             steps.append("not muted, no do-not-disturb, inside the schedule")
         }
         let strongest = reasons.min() ?? (input.isReply ? .allReplies : .allMessages)
         steps.append("notify: \(strongest.rawValue)")
         return Decision(outcome: .notified(strongest), steps: steps)
+    }
+
+    /// SPEC §8.1 step 3, the quiet rules in their order: the skip and why, or nil when none applies.
+    static func quiet(mutedUntil: Int64?, preferences: Preferences, localTime: LocalTime, now: Int64) -> (Skip, String)? {
+        if let until = mutedUntil, until > now { return (.mutePreference, "the conversation is muted until \(until)") }
+        if preferences.dndEnabled { return (.dndPreference, "do-not-disturb is enabled") }
+        if !preferences.schedule.allows(weekday: localTime.weekday, hhmm: localTime.hhmm) {
+            return (.schedulePreference, "the schedule of \(Schedule.dayNames[localTime.weekday]) in \(preferences.timezone) excludes \(localTime.hhmm)")
+        }
+        return nil
+    }
+
+    /// What a reaction's or a member action's decision reads besides its own rule: access,
+    /// staleness and the quiet rules (no bypass applies: neither is a mention).
+    public struct Common: Sendable {
+        /// The recipient is the reactor, or the member event's subject or actor.
+        public var isActor = false
+        public var hasAccess = true
+        public var stale = false
+        /// Do-not-disturb, the schedule and the time zone are read from here.
+        public var preferences = Preferences()
+        public var mutedUntil: Int64?
+        public var localTime = LocalTime(weekday: 0, hhmm: 1200)
+        public var now: Int64 = 0
+
+        public init() {}
+    }
+
+    /// A reaction's recipient (SPEC §11.2).
+    public struct ReactionInput: Sendable {
+        public var common = Common()
+        public var reactions = ReactionsPreference.ownMessages
+        /// The recipient wrote the reacted message.
+        public var wroteMessage = false
+        /// The reacted message is a reply.
+        public var onReply = false
+        /// The recipient's subscription to the reply's thread as of the reaction.
+        public var subscription = SubscriptionState.none
+
+        public init() {}
+    }
+
+    /// A member action's recipient (SPEC §11.3).
+    public struct MemberActionInput: Sendable {
+        public var common = Common()
+        public var action = MemberAction.joined
+        /// The recipient's preference for that action.
+        public var preference = MemberActionPreference.dontSubscribe
+
+        public init() {}
+    }
+
+    /// SPEC §11.2: reactor, access, staleness, the `reactions` preference (with the thread's
+    /// unsubscribe for a reaction on a reply), then the quiet rules.
+    public static func decide(_ input: ReactionInput) -> Decision {
+        var steps: [String] = []
+        if let skipped = opening(input.common, actor: "the recipient is the reactor", steps: &steps) { return skipped }
+        let reason: Reason
+        switch input.reactions {
+        case .dontSubscribe:
+            steps.append("reactions preference is DONT_SUBSCRIBE")
+            return Decision(outcome: .skipped(.reactionsPreference), steps: steps)
+        case .ownMessages:
+            guard input.wroteMessage else {
+                steps.append("reactions preference is SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES and the recipient did not write the message")
+                return Decision(outcome: .skipped(.reactionsPreference), steps: steps)
+            }
+            steps.append("reactions preference is SUBSCRIBE_TO_REACTIONS_ON_OWN_MESSAGES; the recipient wrote the message")
+            reason = .reactionOnOwnMessage
+        case .allMessages:
+            if input.onReply && input.subscription == .unsubscribed && !input.wroteMessage {
+                steps.append("the reaction is on a reply in a thread the recipient unsubscribed from, and they did not write it")
+                return Decision(outcome: .skipped(.unsubscribed), steps: steps)
+            }
+            steps.append("reactions preference is SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES")
+            reason = input.wroteMessage ? .reactionOnOwnMessage : .reactionOnMessage
+        }
+        return closing(input.common, reason: reason, steps: &steps)
+    }
+
+    /// SPEC §11.3: subject or actor, access, staleness, the action's preference, then the quiet rules.
+    public static func decide(_ input: MemberActionInput) -> Decision {
+        var steps: [String] = []
+        if let skipped = opening(input.common, actor: "the recipient is the event's subject or actor", steps: &steps) { return skipped }
+        guard input.preference == .subscribe else {
+            steps.append("\(input.action.rawValue) preference is DONT_SUBSCRIBE")
+            return Decision(outcome: .skipped(.groupActionsPreference), steps: steps)
+        }
+        steps.append("\(input.action.rawValue) preference is SUBSCRIBE")
+        return closing(input.common, reason: .memberAction, steps: &steps)
+    }
+
+    private static func opening(_ common: Common, actor: String, steps: inout [String]) -> Decision? {
+        if common.isActor {
+            steps.append(actor)
+            return Decision(outcome: .skipped(.sender), steps: steps)
+        }
+        guard common.hasAccess else {
+            steps.append("the recipient has no access to the conversation")
+            return Decision(outcome: .skipped(.noAccess), steps: steps)
+        }
+        steps.append("has access")
+        if common.stale {
+            steps.append("the event was older than the app's maxEventAgeSeconds when Herald applied it")
+            return Decision(outcome: .skipped(.stale), steps: steps)
+        }
+        return nil
+    }
+
+    private static func closing(_ common: Common, reason: Reason, steps: inout [String]) -> Decision {
+        if let (code, why) = quiet(mutedUntil: common.mutedUntil, preferences: common.preferences, localTime: common.localTime, now: common.now) {
+            steps.append(why)
+            return Decision(outcome: .skipped(code), steps: steps)
+        }
+        steps.append("not muted, no do-not-disturb, inside the schedule")
+        steps.append("notify: \(reason.rawValue)")
+        return Decision(outcome: .notified(reason), steps: steps)
     }
 }

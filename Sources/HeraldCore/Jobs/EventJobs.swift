@@ -1,0 +1,117 @@
+import Postgres
+
+/// What the job producers of messages (`Fanout`), reactions (`ReactionJobs`) and member actions
+/// (`MemberActionJobs`) share: preferences worked out once per distinct stored document, the
+/// large-group test and fan-out tasks (SPEC §8.3), badges, and the insert of jobs that are not a
+/// message's own notification.
+enum EventJobs {
+    /// Effective preferences and local times, worked out once per distinct stored document (most
+    /// often none) rather than per recipient.
+    struct PreferenceCache {
+        let settings: AppSettings
+        let now: Int64
+        private var parsed: [String: EffectivePreferences] = [:]
+        private var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
+
+        init(settings: AppSettings, now: Int64) {
+            self.settings = settings
+            self.now = now
+        }
+
+        /// The user's effective preferences from `user_preferences.preferences` as text (nil: none stored).
+        mutating func effective(_ text: String?) -> EffectivePreferences {
+            if let cached = parsed[text ?? ""] { return cached }
+            let preferences = Fanout.effective(stored: text, settings: settings)
+            parsed[text ?? ""] = preferences
+            return preferences
+        }
+
+        /// The conversation type's preferences and the user's local time now.
+        mutating func resolve(_ text: String?, type: Routing.ConversationType) -> (Routing.Preferences, LocalTime) {
+            let key = (type == .group ? "g" : "o") + (text ?? "")
+            if let cached = resolved[key] { return cached }
+            let shared = Fanout.resolve(effective(text), type: type, now: now)
+            resolved[key] = shared
+            return shared
+        }
+
+        /// The decision's common inputs for a reaction or member action recipient.
+        mutating func common(_ text: String?, type: Routing.ConversationType, mutedUntil: Int64?) -> Routing.Common {
+            var common = Routing.Common()
+            (common.preferences, common.localTime) = resolve(text, type: type)
+            common.mutedUntil = mutedUntil
+            common.now = now
+            return common
+        }
+    }
+
+    /// The groups of `groups` with more current members than the app's `largeGroupThreshold`.
+    static func largeGroups(app: String, _ groups: [String], threshold: Int, on connection: PostgresConnection) throws -> Set<String> {
+        guard !groups.isEmpty else { return [] }
+        var large: Set<String> = []
+        for row in try connection.query("""
+            SELECT x.g FROM unnest($2::text[]) AS x(g)
+             WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
+                                           WHERE gm.app = $1 AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
+                                           LIMIT $3 + 1) c) > $3
+            """, [app, Array(Set(groups)), threshold]) {
+            large.insert(try row.decode("g", as: String.self))
+        }
+        return large
+    }
+
+    /// A fan-out task for an event whose recipients are produced outside the request.
+    struct Task {
+        let event: IncomingEvent
+        let messageID: String?
+        let subjectID: String?
+    }
+
+    static func enqueue(app: String, _ tasks: [Task], on connection: PostgresConnection) throws {
+        guard !tasks.isEmpty else { return }
+        try connection.query("""
+            INSERT INTO fanout_tasks (app, event_source, event_id, event_type, message_id, subject_id)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS x
+            ON CONFLICT (app, event_source, event_id) DO NOTHING
+            """, [app, tasks.map(\.event.source), tasks.map(\.event.id), tasks.map(\.event.type), tasks.map(\.messageID),
+                  tasks.map(\.subjectID)])
+    }
+
+    /// Each recipient's unread thread count now: a job's `badge`.
+    static func badges(app: String, recipients: [String], on connection: PostgresConnection) throws -> [String: Int] {
+        var badges: [String: Int] = [:]
+        for row in try connection.query("""
+            SELECT uid, count(*) AS unread_threads FROM subscriptions
+             WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND has_unread GROUP BY uid
+            """, [app, Array(Set(recipients))]) {
+            badges[try row.decode("uid", as: String.self)] = try row.decode("unread_threads", as: Int.self)
+        }
+        return badges
+    }
+
+    /// A job of a reaction or a member action: its event is named on the row.
+    struct Row {
+        let event: IncomingEvent
+        let messageID: String?
+        let subjectID: String?
+        let recipient: String
+        let kind: String
+        let reason: Routing.Reason
+        let privacy: Bool
+    }
+
+    /// Inserts `rows` with their badges; an (event, recipient) pair that has a job already (a
+    /// chunk redone after a crash) is left alone. Returns the count inserted.
+    static func insert(app: String, _ rows: [Row], on connection: PostgresConnection) throws -> Int {
+        guard !rows.isEmpty else { return 0 }
+        let badges = try badges(app: app, recipients: rows.map(\.recipient), on: connection)
+        return try connection.query("""
+            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                                       $9::text[], $10::boolean[], $11::int[]) AS x
+            ON CONFLICT DO NOTHING
+            """, [app, rows.map(\.messageID), rows.map(\.subjectID), rows.map(\.recipient), rows.map(\.event.source),
+                  rows.map(\.event.id), rows.map(\.event.type), rows.map(\.kind), rows.map(\.reason.rawValue),
+                  rows.map(\.privacy), rows.map { badges[$0.recipient] ?? 0 }]).affectedRows
+    }
+}

@@ -1,0 +1,139 @@
+import Postgres
+
+/// SPEC §11.3, member actions: a `member.*` event that changes current membership — not one
+/// superseded by newer evidence, not a snapshot, not a sent message's evidence — and every
+/// `member.unbanned` and `member.scopeChanged` notify the group's members whose preference for
+/// that action is `SUBSCRIBE` (`Routing.decide(_: MemberActionInput)`), except the event's
+/// subject and actor: one `memberAction` job per (event, recipient), which names no message.
+/// What the job says is kept in `member_actions`, keyed by the event.
+///
+/// Runs in the ingest transaction, which holds the group's lock exclusively for member events.
+/// Groups above `largeGroupThreshold` get a fan-out task (`FanoutWorker`), worked with `produce`.
+enum MemberActionJobs {
+    struct Item {
+        let event: IncomingEvent
+        let change: DomainEvent.MembershipChange
+    }
+
+    /// The latest join and removal evidence of each (group, uid) of `changes`, keyed by
+    /// `key(group:uid:)`.
+    typealias State = [[UInt8]: (joined: Int64?, removed: Int64?)]
+
+    static func key(group: String, uid: String) -> [UInt8] { Array(group.utf8) + [0] + Array(uid.utf8) }
+
+    static func state(app: String, of changes: [DomainEvent.MembershipChange], on connection: PostgresConnection) throws -> State {
+        guard !changes.isEmpty else { return [:] }
+        var state: State = [:]
+        for row in try connection.query("""
+            SELECT g.group_id, g.uid, g.joined_at, g.removed_at
+              FROM unnest($2::text[], $3::text[]) AS x(g, u)
+              JOIN group_members g ON g.app = $1 AND g.group_id = x.g AND g.uid = x.u
+            """, [app, changes.map(\.guid), changes.map(\.uid)]) {
+            state[key(group: try row.decode("group_id"), uid: try row.decode("uid"))] =
+                (try row.decode("joined_at"), try row.decode("removed_at"))
+        }
+        return state
+    }
+
+    /// The membership events of a batch that changed current membership, given the state of
+    /// their members before and after the batch: for each member at most one, the earliest join
+    /// (for a member who was not one) or removal (for one who was) that no later evidence of the
+    /// other kind outranks. On equal times a removal wins, as everywhere.
+    static func changing(_ items: [Item], before: State, after: State) -> [Item] {
+        func member(_ state: (joined: Int64?, removed: Int64?)?) -> Bool {
+            guard let joined = state?.joined else { return false }
+            return joined > (state?.removed ?? -1)
+        }
+        var chosen: [[UInt8]: Item] = [:]
+        for item in items {
+            let change = item.change
+            let key = key(group: change.guid, uid: change.uid)
+            let was = member(before[key]), now = member(after[key])
+            guard was != now, now == change.joined else { continue }
+            let stands = change.joined ? change.at > (after[key]?.removed ?? -1) : change.at >= (after[key]?.joined ?? -1)
+            guard stands else { continue }
+            if let earlier = chosen[key], earlier.change.at <= change.at { continue }
+            chosen[key] = item
+        }
+        return items.filter { item in
+            chosen[key(group: item.change.guid, uid: item.change.uid)].map { $0.event.source == item.event.source && $0.event.id == item.event.id } ?? false
+        }
+    }
+
+    /// Records what the notifying `items` say and makes their jobs (unless stale); returns how
+    /// many were made.
+    static func make(app: String, _ items: [Item], on connection: PostgresConnection) throws -> Int {
+        guard !items.isEmpty else { return 0 }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let now = currentTimeMilliseconds()
+        let due = items.filter { !settings.isStale(eventTime: $0.change.at, now: now) }
+        guard !due.isEmpty else { return 0 }
+        try connection.query("""
+            INSERT INTO member_actions (app, event_source, event_id, group_id, uid, actor, action, scope, at)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                                       $9::bigint[]) AS x
+            ON CONFLICT DO NOTHING
+            """, [app, due.map(\.event.source), due.map(\.event.id), due.map(\.change.guid), due.map(\.change.uid),
+                  due.map(\.change.actor), due.map(\.change.action.rawValue), due.map(\.change.scope), due.map(\.change.at)])
+        let large = try EventJobs.largeGroups(app: app, due.map(\.change.guid), threshold: settings.largeGroupThreshold,
+                                              on: connection)
+        try EventJobs.enqueue(app: app, due.filter { large.contains($0.change.guid) }.map {
+            EventJobs.Task(event: $0.event, messageID: nil, subjectID: $0.change.guid)
+        }, on: connection)
+        return try produce(app: app, due.filter { !large.contains($0.change.guid) }.map(\.event), settings: settings,
+                           after: nil, limit: nil, on: connection).produced
+    }
+
+    /// Decides and inserts the jobs of the recorded member actions of `events` for the group's
+    /// members — all of them, or for one event the next `limit` members after the uid `after`
+    /// (a fan-out chunk). Returns the last member uid looked at and the count of jobs inserted.
+    ///
+    /// A user who stored no preferences has the app's: unless the app's default for the action is
+    /// `SUBSCRIBE`, none of them can be notified, so the query skips them.
+    static func produce(app: String, _ events: [IncomingEvent], settings: AppSettings, after: String?, limit: Int?,
+                        on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
+        guard !events.isEmpty else { return (nil, 0) }
+        let defaults = EffectivePreferences(app: settings)
+        let everyone = MemberAction.allCases.filter { defaults.memberActions[$0] == .subscribe }.map(\.rawValue)
+        let rows = try connection.query("""
+            WITH a AS (
+                SELECT x.n, a.group_id, a.uid, a.actor, a.action, a.action = ANY ($5::text[]) AS everyone
+                  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(source, id, n)
+                  JOIN member_actions a ON a.app = $1 AND a.event_source = x.source AND a.event_id = x.id
+                 WHERE NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = a.group_id)
+            )
+            SELECT a.n, a.action, g.uid, up.preferences::text AS preferences,
+                   (SELECT mu.until FROM user_mutes mu
+                     WHERE mu.app = $1 AND mu.uid = g.uid AND mu.conversation_type = 'group'
+                       AND mu.conversation_id = a.group_id) AS muted_until
+              FROM a CROSS JOIN LATERAL (
+                    SELECT g.uid FROM group_members g
+                     WHERE g.app = $1 AND g.group_id = a.group_id AND g.joined_at > coalesce(g.removed_at, -1)
+                       AND g.uid <> a.uid AND g.uid IS DISTINCT FROM a.actor
+                       AND ($4::text IS NULL OR g.uid COLLATE "C" > $4::text COLLATE "C")
+                       AND (a.everyone OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid))
+                     ORDER BY g.uid COLLATE "C" LIMIT $6) g
+              LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = g.uid
+            """, [app, events.map(\.source), events.map(\.id), after, everyone, limit])
+        guard !rows.isEmpty else { return (nil, 0) }
+        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        var last: String?
+        var jobs: [EventJobs.Row] = []
+        for row in rows {
+            let event = events[try row.decode("n", as: Int.self) - 1]
+            let uid = try row.decode("uid", as: String.self)
+            if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
+            guard let action = MemberAction(rawValue: try row.decode("action", as: String.self)) else { continue }
+            let text = try row.decode("preferences", as: String?.self)
+            var input = Routing.MemberActionInput()
+            input.common = cache.common(text, type: .group, mutedUntil: try row.decode("muted_until"))
+            input.action = action
+            let preferences = cache.effective(text)
+            input.preference = preferences.memberActions[action] ?? .dontSubscribe
+            guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
+            jobs.append(EventJobs.Row(event: event, messageID: nil, subjectID: nil, recipient: uid, kind: "memberAction",
+                                      reason: reason, privacy: Fanout.privacy(settings: settings, preferences: preferences)))
+        }
+        return (last, try EventJobs.insert(app: app, jobs, on: connection))
+    }
+}
