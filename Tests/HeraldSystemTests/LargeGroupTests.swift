@@ -34,6 +34,38 @@ struct LargeGroupTests {
         })
     }
 
+    @Test("reactions and member actions above the threshold go through the tasks too, one job per member")
+    func reactionsAndMemberActions() throws {
+        let environment = try TestEnvironment.shared()
+        let client = environment.client
+        let app = try environment.makeApp(prefix: "big")
+        let patched = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                      body: Array(#"""
+                                          {"largeGroupThreshold": 10, "groupPreferences": {
+                                             "reactions": {"value": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES", "userCanOverride": true},
+                                             "memberJoined": {"value": "SUBSCRIBE", "userCanOverride": true}}}
+                                          """#.utf8))
+        #expect(patched.status == 200, "\(patched.text)")
+        #expect(try app.setMembers("g1", (0..<50).map { "u\($0)" }, client: client).status == 200)
+        try app.ingest([Events.message("e1", id: "big", sender: "u0", at: past),
+                        // after the snapshot: a reaction notifies those with access at its time
+                        Events.reaction("re1", id: "r1", message: "big", reactor: "u1", at: nowMilliseconds()),
+                        Events.member("j1", "member.joined", uid: "newbie", at: past + 2)], client: client)
+        let connection = try environment.connection()
+        func count(_ kind: String) throws -> (Int, Int) {
+            let rows = try connection.query("SELECT count(*), count(DISTINCT recipient) FROM jobs WHERE app = $1 AND kind = $2", [app.id, kind])
+            return (try rows[0].decode(0, as: Int.self), try rows[0].decode(1, as: Int.self))
+        }
+        let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = $1", [app.id])
+        #expect(try tasks[0].decode(0, as: Int.self) == 3, "the message, the reaction and the join each recorded a task")
+        #expect(eventually(seconds: 20) { (try? count("reaction").0) == 50 && (try? count("memberAction").0) == 50 })
+        #expect(try count("reaction") == (50, 50), "every member but the reactor (newbie included: a member at its time)")
+        #expect(try count("memberAction") == (50, 50), "every member but the one who joined")
+        #expect(eventually(seconds: 10) {
+            (try? connection.query("SELECT bool_and(done) FROM fanout_tasks WHERE app = $1", [app.id])[0].decode(0, as: Bool.self)) == true
+        })
+    }
+
     @Test("a 20,000-member group fan-out completes exactly once when the process is killed midway and restarted")
     func killedMidway() throws {
         let environment = try TestEnvironment.shared()
