@@ -170,6 +170,55 @@ extension Bench {
                      + "\(format(Double(jobs))) jobs, \(format(Double(written))) rows written in \(format(result.seconds, digits: 1)) s.")
     }
 
+    // MARK: W6, reactions
+
+    /// Reaction number n: a random member reacts to a random thread's parent, written by another
+    /// member; with the default `reactions` preference, its author alone is notified.
+    static func reaction(_ n: Int, chat: Chat, at: Int64) -> String {
+        var random = SplitMix(seed: UInt64(n) &+ 0x5EED)
+        let group = random.next(chat.groups), thread = random.next(chat.threadsPerGroup)
+        let reactor = (thread + 1 + random.next(chat.members - 1)) % chat.members   // never the parent's author, u<group>-<thread>
+        let data = "\"id\":\"rx-\(n)\",\"messageId\":\"p\(group)-\(thread)\",\"reactor\":\"u\(group)-\(reactor)\",\"reaction\":\"👍\","
+            + "\"receiverType\":\"group\",\"receiver\":\"g\(group)\",\"at\":\(at + Int64(n))"
+        return "{\"specversion\":\"1.0\",\"id\":\"react-\(n)\",\"source\":\"bench\",\"type\":\"reaction.added\",\"data\":{\(data)}}"
+    }
+
+    /// W6: 10,000 `reaction.added` on the W1 chat's thread parents, batches of 100, 4 connections.
+    func ingestReactions(keys: [String: String], chat: Chat) throws {
+        let total = options.quick ? 2_000 : 10_000
+        let batches = Ticket(limit: total / 100)
+        let host = self.host, port = self.port
+        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'reaction'", [chatApp])
+        let rowsBefore = try rowsWritten()
+        // after the members' snapshot: a reaction notifies those with access at its time
+        let at = Int64(time(nil)) * 1000
+        say("W6: \(format(Double(total))) reactions in batches of 100, 4 connections …")
+        let retries = Counter()
+        let result = runLoad(workers: 4) { _, log in
+            guard let batch = batches.take() else { return false }
+            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
+            let body = "[" + (batch * 100..<(batch + 1) * 100).map { Self.reaction($0, chat: chat, at: at) }.joined(separator: ",") + "]"
+            let started = now()
+            var retried = 0
+            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents-batch+json",
+                                   body: Array(body.utf8), expect: 100, retries: &retried)
+            retries.add(retried)
+            log.record(started, ok: ok, count: 100, error: "a batch was not wholly accepted")
+            return true
+        }
+        usleep(500_000)
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'reaction'", [chatApp]) - jobsBefore
+        let written = try rowsWritten() - rowsBefore
+        let rowsPerSecond = Double(written) / result.seconds
+        add("W6 ingest: reactions in batches of 100, 4 connections", format(result.perSecond) + " events/s", result,
+            goal: "(next to W1)", met: result.errors == 0 && jobs == total ? nil : false)
+        add("W6 database rows written", format(rowsPerSecond) + " rows/s", nil,
+            goal: l2RowsPerSecond > 0 ? "of L2: " + format(rowsPerSecond / l2RowsPerSecond, digits: 3) : "")
+        notes.append("W6: \(format(Double(total))) reactions, \(result.errors) failed batches, \(retries.value) retries after 429/503, "
+                     + "\(format(Double(jobs))) reaction jobs (one per reaction: its message's author), \(format(Double(written))) rows "
+                     + "written in \(format(result.seconds, digits: 1)) s.")
+    }
+
     func ingestSingles(keys: [String: String], chat: Chat) throws {
         let events = Ticket(limit: Int.max)
         let host = self.host, port = self.port

@@ -14,12 +14,12 @@ struct Options {
     var soakSeconds: Double?
 
     static let usage = """
-        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,W1,W2,W3,W4,W5,W7,SOAK] [--soak-seconds N]
+        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,W1,W2,W3,W4,W5,W6,W7,SOAK] [--soak-seconds N]
                             [--database-url URL] [--herald http://HOST:PORT --admin-token T [--herald-pid PID]]
 
         Without --database-url, starts a PostgreSQL cluster of its own in /tmp (scripts/pg.sh).
         Without --herald, starts the release `herald` built beside this binary on a free port.
-        --quick scales the data down (W1 20k events, W3 20k members, W4 100k threads) for a fast look.
+        --quick scales the data down (W1 20k events, W6 2k reactions, W3 20k members, W4 100k threads) for a fast look.
         --seconds is the length of each timed load (default 10); --soak-seconds the soak's (default 300,
         60 with --quick). Run from the project folder.
         """
@@ -77,10 +77,11 @@ do {
     if options.wants("L3") { attempt("L3") { try bench.tokenVerification() } }
     if options.wants("S1") { attempt("S1") { try bench.peerScenario("S1", members: 50, replies: 500, goal: 1000) } }
     if options.wants("S2") { attempt("S2") { try bench.peerScenario("S2", members: 500, replies: 200, goal: 150) } }
-    if options.wants("W1") || options.wants("W2") {
-        attempt("W1/W2") {
+    if options.wants("W1") || options.wants("W2") || options.wants("W6") {
+        attempt("W1/W2/W6") {
             let (keys, chat) = try bench.prepareChat()
             if options.wants("W1") { try bench.ingestBatches(keys: keys, chat: chat) }
+            if options.wants("W6") { try bench.ingestReactions(keys: keys, chat: chat) }
             if options.wants("W2") { try bench.ingestSingles(keys: keys, chat: chat) }
         }
     }

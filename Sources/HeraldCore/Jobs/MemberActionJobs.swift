@@ -27,7 +27,7 @@ enum MemberActionJobs {
         for row in try connection.query("""
             SELECT g.group_id, g.uid, g.joined_at, g.removed_at
               FROM unnest($2::text[], $3::text[]) AS x(g, u)
-              JOIN group_members g ON g.app = $1 AND g.group_id = x.g AND g.uid = x.u
+              CROSS JOIN LATERAL (SELECT * FROM group_members g WHERE g.app = $1 AND g.group_id = x.g AND g.uid = x.u OFFSET 0) g
             """, [app, changes.map(\.guid), changes.map(\.uid)]) {
             state[key(group: try row.decode("group_id"), uid: try row.decode("uid"))] =
                 (try row.decode("joined_at"), try row.decode("removed_at"))
@@ -99,7 +99,9 @@ enum MemberActionJobs {
             WITH a AS (
                 SELECT x.n, a.group_id, a.uid, a.actor, a.action, a.action = ANY ($5::text[]) AS everyone
                   FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(source, id, n)
-                  JOIN member_actions a ON a.app = $1 AND a.event_source = x.source AND a.event_id = x.id
+                  -- through its key, whatever the young table's statistics say
+                  CROSS JOIN LATERAL (SELECT * FROM member_actions a
+                                       WHERE a.app = $1 AND a.event_source = x.source AND a.event_id = x.id OFFSET 0) a
                  WHERE NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = a.group_id)
             )
             SELECT a.n, a.action, g.uid, up.preferences::text AS preferences,

@@ -45,7 +45,8 @@ enum ReactionJobs {
                     AS x(id, message_id, reactor, reaction, conversation_id, receiver_type, group_id, user_a, user_b,
                          message_sender, parent_id, added_at, removed_at, added_source, added_event_id)
             ),
-            old AS (SELECT r.id, r.added_at, r.removed_at FROM input i JOIN reactions r ON r.app = $1 AND r.id = i.id),
+            old AS (SELECT r.id, r.added_at, r.removed_at FROM input i
+                     CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = i.id OFFSET 0) r),
             up AS (
                 INSERT INTO reactions AS r (app, id, message_id, reactor, reaction, conversation_id, receiver_type, group_id,
                                             user_a, user_b, message_sender, parent_id, added_at, removed_at, added_source,
@@ -103,9 +104,9 @@ enum ReactionJobs {
         guard !removed.isEmpty else { return 0 }
         try connection.query("""
             UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
-              FROM reactions r
-             WHERE r.app = $1 AND r.id = ANY ($2::text[])
-               AND j.app = $1 AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction' AND j.state = 'ready'
+              FROM unnest($2::text[]) AS x(id)
+             CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
+             WHERE j.app = $1 AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction' AND j.state = 'ready'
             """, [app, removed.map(\.reaction.id)])
         let due = removed.filter { !settings.isStale(eventTime: $0.reaction.at, now: now) }
         guard !due.isEmpty else { return 0 }
@@ -114,7 +115,7 @@ enum ReactionJobs {
             SELECT DISTINCT ON (r.id, j.recipient)
                    $1, r.message_id, r.id, j.recipient, x.source, x.event_id, 'reaction.removed', 'reactionRemoved', 'retract', ARRAY[r.id]
               FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)
-              JOIN reactions r ON r.app = $1 AND r.id = x.id
+             CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
               JOIN jobs j ON j.app = $1 AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction'
                          AND j.state IN ('leased', 'acked')
              ORDER BY r.id, j.recipient
@@ -139,7 +140,9 @@ enum ReactionJobs {
                 SELECT x.n, r.id, r.message_id, r.reactor, r.group_id, r.user_a, r.user_b, r.added_at,
                        coalesce(m.sender, r.message_sender) AS author, coalesce(m.parent_id, r.parent_id) AS parent_id
                   FROM unnest($2::text[]) WITH ORDINALITY AS x(id, n)
-                  JOIN reactions r ON r.app = $1 AND r.id = x.id
+                  -- one reaction at a time through its key (OFFSET 0: a young table's statistics
+                  -- would otherwise have it scanned whole under the generic plan)
+                  CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
                   LEFT JOIN messages m ON m.app = $1 AND m.id = r.message_id
                  -- removed meanwhile, or on a message, thread or group known to be deleted: nobody
                  WHERE r.removed_at IS NULL AND m.deleted_at IS NULL
