@@ -128,4 +128,22 @@ struct MemberActionTests {
                         Events.member("u2", "member.unbanned", uid: "zed", at: past + 7)], client: client)
         #expect(try claim(app).isEmpty, "a deleted group notifies nobody")
     }
+
+    @Test("maintenance forgets what a member action said once its jobs are gone, and not before")
+    func retention() throws {
+        let app = try environment.makeApp(prefix: "members", members: ["alice", "bob", "carol"], joinedAt: past - 100_000)
+        try patch("/v1/settings/notifications", app, #"{"groupPreferences": {"memberJoined": {"value": "SUBSCRIBE", "userCanOverride": true}}}"#)
+        try app.ingest([Events.member("j1", "member.joined", uid: "eve", at: past), Events.member("j2", "member.joined", uid: "fay", at: past + 1)],
+                       client: client)
+        let connection = try environment.connection()
+        // eve's jobs were delivered long ago; fay's still wait
+        let eve = try claim(app).filter { ($0["event"] as? [String: Any])?["id"] as? String == "j1" }
+        #expect(!eve.isEmpty)
+        try connection.query("UPDATE jobs SET state = 'ready' WHERE app = $1 AND event_id = 'j2'", [app.id])
+        try connection.query("UPDATE jobs SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = $1 AND event_id = 'j1'", [app.id])
+        try connection.query("UPDATE member_actions SET at = herald_now_ms() - 8 * 86400000 WHERE app = $1", [app.id])
+        try environment.server.maintenance.runOnce()
+        let left = try connection.query("SELECT event_id FROM member_actions WHERE app = $1 ORDER BY 1", [app.id])
+        #expect(try left.map { try $0.decode(0, as: String.self) } == ["j2"])
+    }
 }

@@ -212,4 +212,20 @@ struct ReactionTests {
         #expect(fields == ["data.reactor", "data.reaction"])
         #expect(try claim(app).count == 1)
     }
+
+    @Test("a reaction in binary mode and in structured mode is applied as in a batch")
+    func modes() throws {
+        let app = try group()
+        let data = #"{"id": "r1", "messageId": "m1", "reactor": "carol", "reaction": "👍", "receiverType": "group", "receiver": "g1", "at": \#(past + 10)}"#
+        let binary = try client.send("POST", "/v1/events", token: app.ingestKey,
+                                     headers: ["Content-Type": "application/json", "ce-specversion": "1.0", "ce-id": "b1",
+                                               "ce-source": "chat", "ce-type": "reaction.added"], body: Array(data.utf8))
+        #expect(binary.status == 200 && binary.json["accepted"] as? Int == 1, "\(binary.text)")
+        let structured = Events.reaction("s1", id: "r2", message: "m1", reactor: "bob", at: past + 20)
+        let one = try client.post("/v1/events", token: app.ingestKey, json: Events.json(structured),
+                                  headers: ["Content-Type": "application/cloudevents+json"])
+        #expect(one.status == 200 && one.json["accepted"] as? Int == 1, "\(one.text)")
+        let jobs = try claim(app)
+        #expect(Set(jobs.compactMap { ($0["data"] as? [String: Any])?["reactionId"] as? String }) == ["r1", "r2"])
+    }
 }

@@ -43,7 +43,14 @@ public final class Maintenance: Sendable {
         let targets = [("events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("rejected_events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("jobs", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - $1::bigint * 86400000"),
-                       ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000")]
+                       ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
+                       // what member-action jobs say, once none of its jobs is left
+                       ("member_actions", """
+                           at < herald_now_ms() - $1::bigint * 86400000
+                           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = member_actions.app AND j.message_id IS NULL
+                                              AND j.event_source = member_actions.event_source
+                                              AND j.event_id = member_actions.event_id)
+                           """)]
         for (table, condition) in targets {
             while true {
                 let rows = try database.withConnection { connection in
