@@ -131,27 +131,34 @@ extension Bench {
         }
     }
 
-    func ingestBatches(keys: [String: String], chat: Chat) throws {
-        let total = options.quick ? 20_000 : 60_000
+    /// Posts events 0..<total, `event(n)` each, in batches of 100 over 4 connections (retrying
+    /// 429/503 as a bus would); returns the load and how many retries there were.
+    func postBatches(total: Int, key: String?, event: @escaping @Sendable (Int) -> String) -> (LoadResult, Counter) {
         let batches = Ticket(limit: total / 100)
         let host = self.host, port = self.port
-        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp])
-        let rowsBefore = try rowsWritten()
-        if let pid = heraldPID { resetPeakMemory(pid) }
-        say("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
         let retries = Counter()
         let result = runLoad(workers: 4) { _, log in
             guard let batch = batches.take() else { return false }
             let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
-            let body = "[" + (batch * 100..<(batch + 1) * 100).map { Self.reply($0, chat: chat) }.joined(separator: ",") + "]"
+            let body = "[" + (batch * 100..<(batch + 1) * 100).map(event).joined(separator: ",") + "]"
             let started = now()
             var retried = 0
-            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents-batch+json",
+            let ok = try Self.post(connection, key: key, contentType: "application/cloudevents-batch+json",
                                    body: Array(body.utf8), expect: 100, retries: &retried)
             retries.add(retried)
             log.record(started, ok: ok, count: 100, error: "a batch was not wholly accepted")
             return true
         }
+        return (result, retries)
+    }
+
+    func ingestBatches(keys: [String: String], chat: Chat) throws {
+        let total = options.quick ? 20_000 : 60_000
+        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp])
+        let rowsBefore = try rowsWritten()
+        if let pid = heraldPID { resetPeakMemory(pid) }
+        say("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
+        let (result, retries) = postBatches(total: total, key: keys["ingest"]) { Self.reply($0, chat: chat) }
         let peak = heraldPID.map { processMemory($0, "VmHWM") } ?? 0
         usleep(1_500_000)
         let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp]) - jobsBefore
@@ -186,26 +193,12 @@ extension Bench {
     /// W6: 10,000 `reaction.added` on the W1 chat's thread parents, batches of 100, 4 connections.
     func ingestReactions(keys: [String: String], chat: Chat) throws {
         let total = options.quick ? 2_000 : 10_000
-        let batches = Ticket(limit: total / 100)
-        let host = self.host, port = self.port
         let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'reaction'", [chatApp])
         let rowsBefore = try rowsWritten()
         // after the members' snapshot: a reaction notifies those with access at its time
         let at = Int64(time(nil)) * 1000
         say("W6: \(format(Double(total))) reactions in batches of 100, 4 connections …")
-        let retries = Counter()
-        let result = runLoad(workers: 4) { _, log in
-            guard let batch = batches.take() else { return false }
-            let connection = ThreadLocalConnections.get(host: host, port: port, count: 1)[0]
-            let body = "[" + (batch * 100..<(batch + 1) * 100).map { Self.reaction($0, chat: chat, at: at) }.joined(separator: ",") + "]"
-            let started = now()
-            var retried = 0
-            let ok = try Self.post(connection, key: keys["ingest"], contentType: "application/cloudevents-batch+json",
-                                   body: Array(body.utf8), expect: 100, retries: &retried)
-            retries.add(retried)
-            log.record(started, ok: ok, count: 100, error: "a batch was not wholly accepted")
-            return true
-        }
+        let (result, retries) = postBatches(total: total, key: keys["ingest"]) { Self.reaction($0, chat: chat, at: at) }
         usleep(500_000)
         let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'reaction'", [chatApp]) - jobsBefore
         let written = try rowsWritten() - rowsBefore

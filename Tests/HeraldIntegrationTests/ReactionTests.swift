@@ -15,18 +15,7 @@ struct ReactionTests {
         environment = try TestEnvironment.shared()
     }
 
-    /// Claims and acks every ready job of the app.
-    func claim(_ app: TestApp) throws -> [[String: Any]] {
-        let jobs = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 1000}"#).json["jobs"] as? [[String: Any]] ?? []
-        let acks = jobs.map { ["id": $0["id"]!, "attempt": $0["attempt"]!] }
-        if !acks.isEmpty { _ = try client.post("/v1/jobs/ack", token: app.workerKey, json: Events.json(["jobs": acks])) }
-        return jobs
-    }
 
-    func patch(_ path: String, _ app: TestApp, _ body: String) throws {
-        let response = try client.send("PATCH", path, token: app.serverKey, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
-        #expect(response.status == 200, "\(path): \(response.text)")
-    }
 
     func explain(_ app: TestApp, _ uid: String, _ message: String, event: String? = nil) throws -> HTTPResult {
         let query = event.map { "?event=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""
@@ -36,7 +25,7 @@ struct ReactionTests {
     func group(_ prefix: String = "react") throws -> TestApp {
         let app = try environment.makeApp(prefix: prefix, members: ["alice", "bob", "carol", "dave"], joinedAt: past - 100_000)
         try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past, text: "lunch?")], client: client)
-        #expect(try claim(app).count == 3)
+        #expect(try app.claimAll(client: client).count == 3)
         return app
     }
 
@@ -48,7 +37,7 @@ struct ReactionTests {
         try app.ingest([added], client: client, accepted: 0)
         // the same reaction under another event id: still one job
         try app.ingest([Events.reaction("re1-again", id: "r1", message: "m1", reactor: "carol", at: past + 10)], client: client)
-        let jobs = try claim(app)
+        let jobs = try app.claimAll(client: client)
         #expect(jobs.count == 1)
         let job = try #require(jobs.first)
         #expect(job["recipient"] as? String == "alice" && job["kind"] as? String == "reaction"
@@ -68,10 +57,10 @@ struct ReactionTests {
     func allMessages() throws {
         let app = try group()
         for uid in ["bob", "dave", "carol"] {
-            try patch("/v1/users/\(uid)/preferences", app, #"{"groupPreferences": {"reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"}}"#)
+            try app.patch("/v1/users/\(uid)/preferences", #"{"groupPreferences": {"reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"}}"#, client: client)
         }
         try app.ingest([Events.reaction("re1", id: "r1", message: "m1", reactor: "carol", at: past + 10)], client: client)
-        var jobs = try claim(app)
+        var jobs = try app.claimAll(client: client)
         var byRecipient = Dictionary(uniqueKeysWithValues: jobs.map { ($0["recipient"] as? String ?? "", $0) })
         #expect(Set(byRecipient.keys) == ["alice", "bob", "dave"], "the author and the two who want all reactions, not carol")
         #expect(byRecipient["bob"]?["reason"] as? String == "reactionOnMessage")
@@ -79,12 +68,12 @@ struct ReactionTests {
 
         // a reply by bob in m1's thread; dave unsubscribes from it, bob (its author) too
         try app.ingest([Events.message("e2", id: "m2", sender: "bob", parent: "m1", at: past + 20, text: "yes")], client: client)
-        _ = try claim(app)
+        _ = try app.claimAll(client: client)
         for uid in ["dave", "bob"] {
             #expect(try client.delete("/v1/users/\(uid)/threads/m1/subscription", token: app.serverKey).status == 200)
         }
         try app.ingest([Events.reaction("re2", id: "r2", message: "m2", reactor: "carol", reaction: "🎉", at: nowMilliseconds())], client: client)
-        jobs = try claim(app)
+        jobs = try app.claimAll(client: client)
         byRecipient = Dictionary(uniqueKeysWithValues: jobs.map { ($0["recipient"] as? String ?? "", $0) })
         #expect(Set(byRecipient.keys) == ["bob"], "dave unsubscribed from the thread; bob wrote the reply; alice has the default")
         #expect(byRecipient["bob"]?["reason"] as? String == "reactionOnOwnMessage")
@@ -107,18 +96,18 @@ struct ReactionTests {
         // removal first, then the add
         try app.ingest([Events.reaction("rx1", id: "r1", message: "m1", reactor: "carol", at: past + 20, removed: true)], client: client)
         try app.ingest([Events.reaction("ra1", id: "r1", message: "m1", reactor: "carol", at: past + 10)], client: client)
-        #expect(try claim(app).isEmpty, "the reaction was removed before it was seen added")
+        #expect(try app.claimAll(client: client).isEmpty, "the reaction was removed before it was seen added")
         #expect(try explain(app, "alice", "m1", event: "chat/ra1").json["notified"] as? Bool == false)
 
         // claimed, then removed: one retraction; the removal redelivered adds none
         try app.ingest([Events.reaction("ra2", id: "r2", message: "m1", reactor: "bob", reaction: "❤️", at: past + 30)], client: client)
-        #expect(try claim(app).count == 1)
+        #expect(try app.claimAll(client: client).count == 1)
         let removed = Events.reaction("rx2", id: "r2", message: "m1", reactor: "bob", reaction: "❤️", at: past + 40, removed: true)
         try app.ingest([removed], client: client)
         try app.ingest([removed], client: client, accepted: 0)
         try app.ingest([Events.reaction("rx2-again", id: "r2", message: "m1", reactor: "bob", reaction: "❤️", at: past + 41, removed: true)],
                        client: client)
-        let retractions = try claim(app)
+        let retractions = try app.claimAll(client: client)
         #expect(retractions.count == 1)
         let retraction = try #require(retractions.first)
         #expect(retraction["recipient"] as? String == "alice" && retraction["kind"] as? String == "retract"
@@ -132,7 +121,7 @@ struct ReactionTests {
                         Events.reaction("rx3", id: "r3", message: "m1", reactor: "dave", at: past + 60, removed: true)], client: client)
         try app.ingest([Events.reaction("ra4", id: "r4", message: "m1", reactor: "dave", at: past + 70)], client: client)
         try app.ingest([Events.reaction("rx4", id: "r4", message: "m1", reactor: "dave", at: past + 80, removed: true)], client: client)
-        #expect(try claim(app).isEmpty)
+        #expect(try app.claimAll(client: client).isEmpty)
         let cancelled = try environment.connection().query(
             "SELECT count(*) FROM jobs WHERE app = $1 AND subject_id = 'r4' AND state = 'cancelled'", [app.id])
         #expect(try cancelled[0].decode(0, as: Int.self) == 1)
@@ -141,17 +130,17 @@ struct ReactionTests {
     @Test("a reaction before its message is routed with the event's messageSender and parentId; the message adds no second job")
     func beforeMessage() throws {
         let app = try environment.makeApp(prefix: "react", members: ["alice", "bob", "carol"], joinedAt: past - 100_000)
-        try patch("/v1/users/bob/preferences", app, #"{"groupPreferences": {"reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"}}"#)
+        try app.patch("/v1/users/bob/preferences", #"{"groupPreferences": {"reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"}}"#, client: client)
         try app.ingest([Events.reaction("re1", id: "r1", message: "m2", reactor: "carol", at: past + 10, messageSender: "alice", parent: "m1")],
                        client: client)
-        let jobs = try claim(app)
+        let jobs = try app.claimAll(client: client)
         #expect(Set(jobs.compactMap { $0["recipient"] as? String }) == ["alice", "bob"])
         let alice = try #require(jobs.first { $0["recipient"] as? String == "alice" })
         #expect((alice["notification"] as? [String: Any])?["body"] as? String == "carol reacted 👍 to your message", "no text yet")
         #expect((alice["data"] as? [String: Any])?["parentMessageId"] as? String == "m1")
         try app.ingest([Events.message("e1", id: "m1", sender: "bob", at: past),
                         Events.message("e2", id: "m2", sender: "alice", parent: "m1", at: past + 5, text: "sure")], client: client)
-        #expect(try claim(app).allSatisfy { $0["kind"] as? String != "reaction" })
+        #expect(try app.claimAll(client: client).allSatisfy { $0["kind"] as? String != "reaction" })
         #expect(try explain(app, "alice", "m2", event: "chat/re1").json["reason"] as? String == "reactionOnOwnMessage")
     }
 
@@ -159,25 +148,25 @@ struct ReactionTests {
     func deletionsAndOneOnOne() throws {
         let app = try group()
         try app.ingest([Events.delete("d1", id: "m1", at: past + 5)], client: client)
-        #expect(try claim(app).allSatisfy { $0["kind"] as? String == "retract" }, "the pushes of m1 are retracted")
+        #expect(try app.claimAll(client: client).allSatisfy { $0["kind"] as? String == "retract" }, "the pushes of m1 are retracted")
         try app.ingest([Events.reaction("re1", id: "r1", message: "m1", reactor: "carol", at: past + 10)], client: client)
-        #expect(try claim(app).isEmpty)
+        #expect(try app.claimAll(client: client).isEmpty)
 
         try app.ingest([Events.message("e2", id: "m2", sender: "alice", at: past + 20, text: "again")], client: client)
-        _ = try claim(app)
+        _ = try app.claimAll(client: client)
         try app.ingest([Events.reaction("re2", id: "r2", message: "m2", reactor: "carol", at: past + 30)], client: client)
-        #expect(try claim(app).count == 1)
+        #expect(try app.claimAll(client: client).count == 1)
         try app.ingest([Events.delete("d2", id: "m2", at: past + 40)], client: client)
-        let retractions = try claim(app).filter { $0["recipient"] as? String == "alice" }
+        let retractions = try app.claimAll(client: client).filter { $0["recipient"] as? String == "alice" }
         #expect(retractions.count == 1 && (retractions.first?["data"] as? [String: Any])?["collapseIds"] as? [String] == ["r2"],
                 "alice was pushed only the reaction: \(retractions)")
 
         // one-on-one: the peer who wrote the message; the title is the reactor
         try app.ingest([Events.message("e3", id: "d1m", sender: "alice", peer: "bob", at: past + 50, text: "psst")], client: client)
-        _ = try claim(app)
+        _ = try app.claimAll(client: client)
         try app.ingest([Events.reaction("re3", id: "r3", message: "d1m", reactor: "bob", reaction: "😀", group: nil, peer: "alice", at: past + 60)],
                        client: client)
-        let direct = try claim(app)
+        let direct = try app.claimAll(client: client)
         #expect(direct.count == 1 && direct.first?["recipient"] as? String == "alice")
         #expect((direct.first?["notification"] as? [String: Any])?["title"] as? String == "bob")
         #expect((direct.first?["data"] as? [String: Any])?["receiver"] as? String == "bob")
@@ -185,14 +174,14 @@ struct ReactionTests {
         // stale: no job, explain says STALE
         try app.ingest([Events.reaction("re4", id: "r4", message: "d1m", reactor: "bob", group: nil, peer: "alice",
                                         at: nowMilliseconds() - 2 * 86_400_000)], client: client)
-        #expect(try claim(app).isEmpty)
+        #expect(try app.claimAll(client: client).isEmpty)
         #expect(try explain(app, "alice", "d1m", event: "chat/re4").json["reason"] as? String == "STALE")
 
         // privacy
-        try patch("/v1/settings/notifications", app, #"{"privacyTemplateMode": "PRIVACY"}"#)
+        try app.patch("/v1/settings/notifications", #"{"privacyTemplateMode": "PRIVACY"}"#, client: client)
         try app.ingest([Events.reaction("re5", id: "r5", message: "d1m", reactor: "bob", group: nil, peer: "alice", at: past + 70)],
                        client: client)
-        let privacy = try claim(app)
+        let privacy = try app.claimAll(client: client)
         #expect((privacy.first?["notification"] as? [String: Any])?["title"] as? String == "New reaction")
     }
 
@@ -210,7 +199,7 @@ struct ReactionTests {
         let results = response.json["results"] as? [[String: Any]] ?? []
         let fields = results.prefix(2).map { (($0["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String }
         #expect(fields == ["data.reactor", "data.reaction"])
-        #expect(try claim(app).count == 1)
+        #expect(try app.claimAll(client: client).count == 1)
     }
 
     @Test("a reaction in binary mode and in structured mode is applied as in a batch")
@@ -225,7 +214,7 @@ struct ReactionTests {
         let one = try client.post("/v1/events", token: app.ingestKey, json: Events.json(structured),
                                   headers: ["Content-Type": "application/cloudevents+json"])
         #expect(one.status == 200 && one.json["accepted"] as? Int == 1, "\(one.text)")
-        let jobs = try claim(app)
+        let jobs = try app.claimAll(client: client)
         #expect(Set(jobs.compactMap { ($0["data"] as? [String: Any])?["reactionId"] as? String }) == ["r1", "r2"])
     }
 }

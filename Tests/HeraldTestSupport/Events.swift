@@ -12,18 +12,18 @@ enum Events {
         ["specversion": "1.0", "id": id, "source": source, "type": type, "data": data]
     }
 
+    /// `receiverType` and `receiver`: one-on-one with `peer`, else group `group`.
+    static func addConversation(to data: inout [String: Any], group: String?, peer: String?) {
+        data["receiverType"] = peer == nil ? "group" : "user"
+        data["receiver"] = peer ?? group!
+    }
+
     /// `message.created` in group `group` (or one-on-one with `peer`).
     static func message(_ eventID: String, id: String, sender: String, group: String? = "g1", peer: String? = nil,
                         parent: String? = nil, parentSender: String? = nil, at: Int64, text: String? = nil,
                         mentions: [String] = [], mentionsAll: Bool = false) -> [String: Any] {
         var data: [String: Any] = ["id": id, "sender": sender, "sentAt": at, "mentions": mentions, "mentionsAll": mentionsAll]
-        if let peer {
-            data["receiverType"] = "user"
-            data["receiver"] = peer
-        } else {
-            data["receiverType"] = "group"
-            data["receiver"] = group!
-        }
+        addConversation(to: &data, group: group, peer: peer)
         if let parent { data["parentId"] = parent }
         if let parentSender { data["parentSender"] = parentSender }
         if let text { data["text"] = text }
@@ -58,13 +58,7 @@ enum Events {
                          group: String? = "g1", peer: String? = nil, at: Int64, removed: Bool = false,
                          messageSender: String? = nil, parent: String? = nil) -> [String: Any] {
         var data: [String: Any] = ["id": id, "messageId": message, "reactor": reactor, "reaction": reaction, "at": at]
-        if let peer {
-            data["receiverType"] = "user"
-            data["receiver"] = peer
-        } else {
-            data["receiverType"] = "group"
-            data["receiver"] = group!
-        }
+        addConversation(to: &data, group: group, peer: peer)
         if let messageSender { data["messageSender"] = messageSender }
         if let parent { data["parentId"] = parent }
         return event(eventID, removed ? "reaction.removed" : "reaction.added", data)
@@ -82,6 +76,20 @@ extension TestApp {
                     && response.json["rejected"] as? Int ?? 0 == 0,
                 "ingest of \(events.count) events, \(expected) to be accepted: \(response.status) \(response.text)",
                 sourceLocation: sourceLocation)
+    }
+
+    /// Claims up to 1,000 ready jobs with the worker key and acks them; returns them.
+    func claimAll(client: HTTPClient) throws -> [[String: Any]] {
+        let jobs = try client.post("/v1/jobs/claim", token: workerKey, json: #"{"max": 1000}"#).json["jobs"] as? [[String: Any]] ?? []
+        let acks = jobs.map { ["id": $0["id"]!, "attempt": $0["attempt"]!] }
+        if !acks.isEmpty { _ = try client.post("/v1/jobs/ack", token: workerKey, json: Events.json(["jobs": acks])) }
+        return jobs
+    }
+
+    /// PATCHes `body` to `path` with the server key; anything but 200 fails the calling test.
+    func patch(_ path: String, _ body: String, client: HTTPClient, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let response = try client.send("PATCH", path, token: serverKey, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+        #expect(response.status == 200, "\(path): \(response.text)", sourceLocation: sourceLocation)
     }
 
     /// Posts events as a batch with the ingest key; returns the response.

@@ -45,6 +45,12 @@ enum EventJobs {
         }
     }
 
+    /// The later of two uids in byte order (a chunk's cursor: the last member looked at).
+    static func later(_ uid: String, than last: String?) -> String {
+        guard let last, Array(uid.utf8).lexicographicallyPrecedes(Array(last.utf8)) else { return uid }
+        return last
+    }
+
     /// The groups of `groups` with more current members than the app's `largeGroupThreshold`.
     static func largeGroups(app: String, _ groups: [String], threshold: Int, on connection: PostgresConnection) throws -> Set<String> {
         guard !groups.isEmpty else { return [] }

@@ -159,7 +159,7 @@ struct Fanout {
             let messageID = try row.decode("message_id", as: String.self)
             guard let item = byID[messageID] else { continue }
             let uid = try row.decode("uid", as: String.self)
-            if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
+            last = EventJobs.later(uid, than: last)
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: item.message.sentAt)

@@ -124,7 +124,7 @@ enum MemberActionJobs {
         for row in rows {
             let event = events[try row.decode("n", as: Int.self) - 1]
             let uid = try row.decode("uid", as: String.self)
-            if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
+            last = EventJobs.later(uid, than: last)
             guard let action = MemberAction(rawValue: try row.decode("action", as: String.self)) else { continue }
             let text = try row.decode("preferences", as: String?.self)
             var input = Routing.MemberActionInput()

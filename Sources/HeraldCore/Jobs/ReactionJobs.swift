@@ -187,7 +187,7 @@ enum ReactionJobs {
         for row in rows {
             let item = items[try row.decode("n", as: Int.self) - 1]
             let uid = try row.decode("uid", as: String.self)
-            if last.map({ Array(uid.utf8).lexicographicallyPrecedes(Array($0.utf8)) == false }) ?? true { last = uid }
+            last = EventJobs.later(uid, than: last)
             let text = try row.decode("preferences", as: String?.self)
             let type: Routing.ConversationType = try row.decode("one_on_one", as: Bool.self) ? .oneOnOne : .group
             var input = Routing.ReactionInput()

@@ -82,8 +82,7 @@ enum RoutingAPI {
             var notified = decision.notified
             var reason = decision.code
             var jobID: String?
-            if let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
-               case .string(let id)? = job["id"], case .string(let jobReason)? = job["reason"] {
+            if let (id, jobReason) = try producedJob(row) {
                 steps.insert("job \(id) was produced when the message arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
                 notified = true
                 reason = jobReason
@@ -98,6 +97,14 @@ enum RoutingAPI {
 }
 
 extension RoutingAPI {
+    /// The job the decision produced, from an explain query's `job` column
+    /// (`{"id", "reason"}` as text), if there was one.
+    static func producedJob(_ row: PostgresRow) throws -> (id: String, reason: String)? {
+        guard let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
+              case .string(let id)? = job["id"], case .string(let reason)? = job["reason"] else { return nil }
+        return (id, reason)
+    }
+
     /// The decision for `uid` of the reaction to `messageID` whose reaction.added is `event`
     /// (`<source>/<id>`), as its jobs were decided (`ReactionJobs.produce`); nil when no
     /// reaction to the message has that event.
@@ -154,8 +161,7 @@ extension RoutingAPI {
         let removed = try row.decode("removed_at", as: Int64?.self) != nil, deleted = try row.decode("deleted", as: Bool.self)
         if removed { steps.insert("the reaction was removed: its unclaimed jobs were cancelled", at: 0) }
         if deleted { steps.insert("the message was deleted: a reaction to it notifies nobody", at: 0) }
-        if let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
-           case .string(let id)? = job["id"], case .string(let jobReason)? = job["reason"] {
+        if let (id, jobReason) = try producedJob(row) {
             steps.insert("job \(id) was produced when the reaction arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
             notified = true
             reason = jobReason
