@@ -1,6 +1,6 @@
 -- Reactions (SPEC §11.1–11.2): one row per reaction id, whatever order its events arrive in.
 -- `added_at`/`removed_at` are the times of its reaction.added and reaction.removed; the reaction
--- is live when it was added and not removed at or after that (a removal that arrives first leaves
+-- is live while no removal is recorded, whatever the times (a removal that arrives first leaves
 -- a row with only `removed_at`, so the later reaction.added notifies nobody). The message's
 -- author and parent are the event's until Herald has seen the message (the jobs take the
 -- message's row when there is one). `added_source`/`added_event_id` name the reaction.added
@@ -38,6 +38,7 @@ CREATE TABLE member_actions (
     action        text    NOT NULL,   -- memberJoined … memberScopeChanged (the preference's name)
     scope         text,
     at            bigint  NOT NULL,
+    created_at    bigint  NOT NULL DEFAULT herald_now_ms(),   -- when Herald recorded it (for retention)
     PRIMARY KEY (app, event_source, event_id)
 );
 

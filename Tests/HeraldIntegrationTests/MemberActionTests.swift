@@ -79,12 +79,16 @@ struct MemberActionTests {
         try app.ingest([Events.member("y1", "member.joined", uid: "frank", at: past + 10),
                         Events.member("y2", "member.left", uid: "frank", at: past + 20)], client: client)
         #expect(try app.claimAll(client: client).isEmpty)
+        // a message from ida, then her join, in one batch: the message made her a member first
+        try app.ingest([Events.message("y3", id: "m-ida", sender: "ida", at: past + 25),
+                        Events.member("y4", "member.joined", uid: "ida", at: past + 26)], client: client)
+        #expect(try app.claimAll(client: client).allSatisfy { $0["kind"] as? String != "memberAction" })
         // a join then a ban, one batch each: two notices
         try app.ingest([Events.member("z1", "member.joined", uid: "gina", at: past + 30)], client: client)
         #expect(body(try app.claimAll(client: client).first) == "gina joined")
         try app.ingest([Events.member("z2", "member.banned", uid: "gina", at: past + 40)], client: client)
         let banned = try app.claimAll(client: client)
-        #expect(recipients(banned) == ["alice", "bob"] && body(banned.first) == "gina was banned")
+        #expect(recipients(banned) == ["alice", "bob", "ida"] && body(banned.first) == "gina was banned")
         // a join and a removal at the same time: the removal wins, so nothing changed
         try app.ingest([Events.member("w1", "member.joined", uid: "hal", at: past + 50),
                         Events.member("w2", "member.banned", uid: "hal", at: past + 50)], client: client)
@@ -114,6 +118,8 @@ struct MemberActionTests {
         try app.ingest([Events.member("p1", "member.joined", uid: "pia", at: past + 5)], client: client)
         let privacy = try app.claimAll(client: client)
         #expect((privacy.first?["notification"] as? [String: Any])?["title"] as? String == "Group update")
+        // a notice nobody claimed yet is cancelled with its group
+        try app.ingest([Events.member("q1", "member.joined", uid: "quin", at: past + 5)], client: client)
         try app.ingest([Events.event("gd", "group.deleted", ["guid": "g1", "at": past + 6]),
                         Events.member("u2", "member.unbanned", uid: "zed", at: past + 7)], client: client)
         #expect(try app.claimAll(client: client).isEmpty, "a deleted group notifies nobody")
@@ -131,7 +137,7 @@ struct MemberActionTests {
         #expect(!eve.isEmpty)
         try connection.query("UPDATE jobs SET state = 'ready' WHERE app = $1 AND event_id = 'j2'", [app.id])
         try connection.query("UPDATE jobs SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = $1 AND event_id = 'j1'", [app.id])
-        try connection.query("UPDATE member_actions SET at = herald_now_ms() - 8 * 86400000 WHERE app = $1", [app.id])
+        try connection.query("UPDATE member_actions SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = $1", [app.id])
         try environment.server.maintenance.runOnce()
         let left = try connection.query("SELECT event_id FROM member_actions WHERE app = $1 ORDER BY 1", [app.id])
         #expect(try left.map { try $0.decode(0, as: String.self) } == ["j2"])

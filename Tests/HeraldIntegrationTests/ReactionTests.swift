@@ -157,6 +157,7 @@ struct ReactionTests {
         try app.ingest([Events.reaction("re2", id: "r2", message: "m2", reactor: "carol", at: past + 30)], client: client)
         #expect(try app.claimAll(client: client).count == 1)
         try app.ingest([Events.delete("d2", id: "m2", at: past + 40)], client: client)
+        #expect(try explain(app, "alice", "m2", event: "chat/re2").status == 404, "a deleted message has nothing to explain, event or not")
         let retractions = try app.claimAll(client: client).filter { $0["recipient"] as? String == "alice" }
         #expect(retractions.count == 1 && (retractions.first?["data"] as? [String: Any])?["collapseIds"] as? [String] == ["r2"],
                 "alice was pushed only the reaction: \(retractions)")
@@ -216,5 +217,22 @@ struct ReactionTests {
         #expect(one.status == 200 && one.json["accepted"] as? Int == 1, "\(one.text)")
         let jobs = try app.claimAll(client: client)
         #expect(Set(jobs.compactMap { ($0["data"] as? [String: Any])?["reactionId"] as? String }) == ["r1", "r2"])
+    }
+
+    @Test("a reaction job is not the reply's own job: a late trigger still routes the reply to its user")
+    func lateTriggerAfterReaction() throws {
+        let app = try environment.makeApp(prefix: "react", members: ["alice", "bob", "carol", "dave"], joinedAt: past - 100_000)
+        try app.patch("/v1/users/carol/preferences", #"""
+            {"groupPreferences": {"replies": "SUBSCRIBE_TO_SUBSCRIBED_THREADS", "reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"}}
+            """#, client: client)
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past),
+                        Events.message("e2", id: "m2", sender: "bob", parent: "m1", at: past + 200, text: "later")], client: client)
+        #expect(try app.claimAll(client: client).allSatisfy { $0["recipient"] as? String != "carol" || ($0["data"] as? [String: Any])?["messageId"] as? String == "m1" })
+        try app.ingest([Events.reaction("re1", id: "r1", message: "m2", reactor: "dave", at: past + 300)], client: client)
+        // carol's own reply from before m2 arrives late: she was subscribed when m2 was sent
+        try app.ingest([Events.message("e3", id: "m3", sender: "carol", parent: "m1", at: past + 100)], client: client)
+        let carol = try app.claimAll(client: client).filter { $0["recipient"] as? String == "carol" }
+        let kinds = Set(carol.map { "\($0["kind"] as? String ?? "")/\($0["reason"] as? String ?? "")/\(($0["data"] as? [String: Any])?["messageId"] as? String ?? "")" })
+        #expect(kinds == ["reaction/reactionOnMessage/m2", "reply/subscribedThread/m2"], "\(kinds)")
     }
 }

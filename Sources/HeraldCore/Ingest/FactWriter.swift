@@ -257,6 +257,14 @@ struct FactWriter {
                    AND message_id = ANY (ARRAY(SELECT m.id FROM messages m
                                                 WHERE m.app = $1 AND m.group_id = ANY ($2::text[]) AND m.created_seen))
                 """, [app, Array(groupDeletions.keys)])
+            // and its member actions' (which name no message)
+            try connection.query("""
+                UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
+                  FROM member_actions a
+                 WHERE a.app = $1 AND a.group_id = ANY ($2::text[])
+                   AND j.app = $1 AND j.message_id IS NULL AND j.kind = 'memberAction' AND j.state = 'ready'
+                   AND j.event_source = a.event_source AND j.event_id = a.event_id
+                """, [app, Array(groupDeletions.keys)])
         }
         // Jobs, after subscriptions and unread counts include this batch.
         var produced = try retracted + Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
@@ -285,7 +293,13 @@ struct FactWriter {
         var actions = memberNotices
         if !memberEvents.isEmpty {
             let membersAfter = try MemberActionJobs.state(app: app, of: memberships, on: connection)
-            actions = MemberActionJobs.changing(memberEvents, before: membersBefore, after: membersAfter) + actions
+            var sentBy: [[UInt8]: Int64] = [:]
+            for m in fresh {
+                guard let guid = m.conversation.groupID else { continue }
+                let key = MemberActionJobs.key(group: guid, uid: m.sender)
+                sentBy[key] = min(sentBy[key] ?? m.sentAt, m.sentAt)
+            }
+            actions = MemberActionJobs.changing(memberEvents, before: membersBefore, after: membersAfter, sentBy: sentBy) + actions
         }
         return try produced + MemberActionJobs.make(app: app, actions, on: connection)
     }

@@ -217,7 +217,11 @@ public struct IngestStore: Sendable {
             case .groupDeleted(let guid, _): locks.group(guid)
             // a reaction's jobs are decided under its message's thread lock: a deletion of the
             // message cannot slip between them (its jobs are cancelled with the message's)
-            case .reaction(let r): locks.thread(r.threadID, group: r.conversation.groupID)
+            case .reaction(let r):
+                locks.thread(r.threadID, group: r.conversation.groupID)
+                // and its message's own id: two events of one reaction, one naming the parent and
+                // one not (for a message not seen yet), lock different threads, but this one alike
+                locks.thread(r.messageID, group: r.conversation.groupID)
             case .noEffect: break
             }
         }

@@ -35,9 +35,11 @@ extension Fanout {
                                      AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
                                      AND m.event_id IS NOT NULL AND m.id <> ALL ($5::text[])
                                   OFFSET 0) m
-              -- the job the message already has for this user, if any (one lookup, the dedupe key)
+              -- the job the message already has for this user, if any (one lookup, the dedupe key;
+              -- a notification of the message, not a reaction's or an update's that name it too)
               LEFT JOIN LATERAL (SELECT CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason FROM jobs j
-                                  WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id LIMIT 1) j ON true
+                                  WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id AND j.kind IS NULL
+                                  LIMIT 1) j ON true
              WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
                                 WHERE ft.app = $1 AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
                AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)

@@ -38,8 +38,10 @@ enum MemberActionJobs {
     /// The membership events of a batch that changed current membership, given the state of
     /// their members before and after the batch: for each member at most one, the earliest join
     /// (for a member who was not one) or removal (for one who was) that no later evidence of the
-    /// other kind outranks. On equal times a removal wins, as everywhere.
-    static func changing(_ items: [Item], before: State, after: State) -> [Item] {
+    /// other kind outranks. On equal times a removal wins, as everywhere. A message of the batch
+    /// from a member-to-be (`sentBy`: the earliest, by member) that comes before a join made them
+    /// a member first: that join is not the change (as when the message arrives in an earlier batch).
+    static func changing(_ items: [Item], before: State, after: State, sentBy: [[UInt8]: Int64] = [:]) -> [Item] {
         func member(_ state: (joined: Int64?, removed: Int64?)?) -> Bool {
             guard let joined = state?.joined else { return false }
             return joined > (state?.removed ?? -1)
@@ -52,6 +54,7 @@ enum MemberActionJobs {
             guard was != now, now == change.joined else { continue }
             let stands = change.joined ? change.at > (after[key]?.removed ?? -1) : change.at >= (after[key]?.joined ?? -1)
             guard stands else { continue }
+            if change.joined, let sent = sentBy[key], change.at > sent, sent > (after[key]?.removed ?? -1) { continue }
             if let earlier = chosen[key], earlier.change.at <= change.at { continue }
             chosen[key] = item
         }

@@ -44,12 +44,15 @@ public final class Maintenance: Sendable {
                        ("rejected_events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("jobs", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
-                       // what member-action jobs say, once none of its jobs is left
+                       // what member-action jobs say, once none of its jobs is left nor to come
                        ("member_actions", """
-                           at < herald_now_ms() - $1::bigint * 86400000
+                           created_at < herald_now_ms() - $1::bigint * 86400000
                            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = member_actions.app AND j.message_id IS NULL
                                               AND j.event_source = member_actions.event_source
                                               AND j.event_id = member_actions.event_id)
+                           AND NOT EXISTS (SELECT 1 FROM fanout_tasks t WHERE t.app = member_actions.app AND NOT t.done
+                                              AND t.event_source = member_actions.event_source
+                                              AND t.event_id = member_actions.event_id)
                            """)]
         for (table, condition) in targets {
             while true {

@@ -113,7 +113,10 @@ extension RoutingAPI {
         let rows = try connection.query("""
             SELECT r.reactor, r.group_id, r.user_a, r.user_b, r.added_at, r.removed_at, r.added_source, r.added_event_id,
                    coalesce(m.sender, r.message_sender) AS author, coalesce(m.parent_id, r.parent_id) AS parent_id,
-                   m.deleted_at IS NOT NULL AS deleted,
+                   m.deleted_at IS NOT NULL
+                     OR EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.deleted_at IS NOT NULL
+                                   AND t.parent_id = coalesce(m.parent_id, r.parent_id, r.message_id))
+                     OR EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = r.group_id) AS deleted,
                    CASE WHEN r.group_id IS NULL THEN $2 IN (r.user_a, r.user_b)
                         ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1)
                                               AND (r.added_at >= g.joined_at OR herald_member_at($1, r.group_id, $2, r.added_at))
@@ -135,6 +138,11 @@ extension RoutingAPI {
              WHERE r.app = $1 AND r.message_id = $3 AND r.added_at IS NOT NULL AND r.added_source || '/' || r.added_event_id = $4
             """, [app, uid, messageID, event])
         guard let row = rows.first else { return nil }
+        // as without `event`: a deleted message (or thread, or group) has nothing to explain
+        if try row.decode("deleted", as: Bool.self) {
+            throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
+                            params: ["field": "messageId"])
+        }
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let type: Routing.ConversationType = try row.decode("group_id", as: String?.self) == nil ? .oneOnOne : .group
         let text = try row.decode("preferences", as: String?.self)
@@ -158,15 +166,14 @@ extension RoutingAPI {
         var notified = decision.notified
         var reason = decision.code
         var jobID: String?
-        let removed = try row.decode("removed_at", as: Int64?.self) != nil, deleted = try row.decode("deleted", as: Bool.self)
+        let removed = try row.decode("removed_at", as: Int64?.self) != nil
         if removed { steps.insert("the reaction was removed: its unclaimed jobs were cancelled", at: 0) }
-        if deleted { steps.insert("the message was deleted: a reaction to it notifies nobody", at: 0) }
         if let (id, jobReason) = try producedJob(row) {
             steps.insert("job \(id) was produced when the reaction arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
             notified = true
             reason = jobReason
             jobID = id
-        } else if removed || deleted {
+        } else if removed {
             notified = false
         } else if decision.notified {
             steps.insert("no job was produced when the reaction arrived (it predates a preference change, it was removed first, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
