@@ -24,7 +24,11 @@ CREATE TABLE reactions (
     added_event_id   text,
     PRIMARY KEY (app, id)
 );
-CREATE INDEX reactions_by_message ON reactions (app, message_id);
+-- By message, for explain (`?event=`) and retractions. The message leads: an index that began
+-- with `app` would tie with the primary key for a lookup by (app, id) while the table is empty,
+-- and a generic plan made then (ingest's, kept for the connection's life) could walk every
+-- reaction of the app for each id.
+CREATE INDEX reactions_by_message ON reactions (message_id, app);
 
 -- Member actions that notify (SPEC §11.3): what a `memberAction` job says, keyed by its event.
 -- Only events that changed membership (or unbanned / scopeChanged) and were not stale are kept.
