@@ -23,6 +23,7 @@ public struct RequestPipeline: Sendable {
             queueMilliseconds: services.configuration.ingestQueueMilliseconds))
         SubscriptionsAPI.register(in: &router)
         MembershipAPI.register(in: &router)
+        PinsAPI.register(in: &router)
         InboxAPI.register(in: &router)
         PreferencesAPI.register(in: &router)
         JobsAPI.register(in: &router)

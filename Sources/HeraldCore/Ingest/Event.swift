@@ -31,6 +31,12 @@ public enum DomainEvent: Sendable {
     case groupDeleted(guid: String, at: Int64)
     /// `reaction.added`, `reaction.removed` (SPEC §11.1).
     case reaction(Reaction)
+    /// `message.pinned`, `message.unpinned` (SPEC §12.1).
+    case messagePin(MessagePin)
+    /// `message.saved`, `message.unsaved` (SPEC §12.1).
+    case messageSave(MessageSave)
+    /// `conversation.pinned`, `conversation.unpinned` (SPEC §12.1).
+    case conversationPin(ConversationPin)
     /// Accepted and recorded, with no effect.
     case noEffect
 
@@ -97,6 +103,37 @@ public enum DomainEvent: Sendable {
             self.actor = actor
             self.scope = scope
         }
+    }
+
+    /// A message was pinned or unpinned in its conversation (SPEC §12.1).
+    public struct MessagePin: Sendable {
+        public let messageID: String
+        /// A uid, or `app_system`.
+        public let by: String
+        /// nil when the event cannot say (a system pin in a one-on-one conversation): the stored
+        /// message's is taken.
+        public let conversation: Conversation?
+        public let at: Int64
+        public let pinned: Bool
+    }
+
+    /// A user saved or unsaved a message (SPEC §12.1).
+    public struct MessageSave: Sendable {
+        public let messageID: String
+        public let uid: String
+        public let deviceID: String?
+        public let at: Int64
+        public let saved: Bool
+    }
+
+    /// A user (or the system, for every participant) pinned or unpinned a conversation (SPEC §12.1).
+    public struct ConversationPin: Sendable {
+        /// A uid, or `app_system`.
+        public let owner: String
+        public let conversation: Conversation
+        public let deviceID: String?
+        public let at: Int64
+        public let pinned: Bool
     }
 
     /// A reaction was added to, or removed from, a message (SPEC §11.1).

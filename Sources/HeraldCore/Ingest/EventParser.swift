@@ -108,6 +108,14 @@ public enum EventParser {
             event = .memberNotice(try member(data, type: type))
         case "reaction.added", "reaction.removed":
             event = .reaction(try reaction(data, added: type == "reaction.added"))
+        case "message.pinned", "message.unpinned":
+            event = .messagePin(try messagePin(data, pinned: type == "message.pinned"))
+        case "message.saved", "message.unsaved":
+            event = .messageSave(DomainEvent.MessageSave(messageID: try data.id("messageId"), uid: try data.id("uid"),
+                                                         deviceID: try data.optionalID("deviceId"), at: try data.time("at"),
+                                                         saved: type == "message.saved"))
+        case "conversation.pinned", "conversation.unpinned":
+            event = .conversationPin(try conversationPin(data, pinned: type == "conversation.pinned"))
         case "group.deleted":
             event = .groupDeleted(guid: try data.id("guid"), at: try data.time("at"))
         default:
@@ -139,6 +147,34 @@ public enum EventParser {
         return DomainEvent.MembershipChange(guid: try data.id("guid"), uid: try data.id("uid"), at: try data.time("at"),
                                             joined: joined ?? false, action: action, actor: try data.optionalID("actor"),
                                             scope: scope)
+    }
+
+    /// The actor of a system pin (SPEC §12.1).
+    public static let system = "app_system"
+
+    static func messagePin(_ data: Fields, pinned: Bool) throws(EventRejection) -> DomainEvent.MessagePin {
+        let by = try data.id("by")
+        let receiverType = try data.string("receiverType")
+        let receiver = try data.id("receiver")
+        let conversation: Conversation?
+        switch receiverType {
+        case "group": conversation = .group(receiver)
+        // one-on-one: the other user as seen from the actor; a system pin does not say whose
+        case "user": conversation = by == system ? nil : .oneOnOne(by, receiver)
+        default: throw .bad("data.receiverType must be \"group\" or \"user\"", field: "data.receiverType")
+        }
+        return DomainEvent.MessagePin(messageID: try data.id("messageId"), by: by, conversation: conversation,
+                                      at: try data.time("at"), pinned: pinned)
+    }
+
+    static func conversationPin(_ data: Fields, pinned: Bool) throws(EventRejection) -> DomainEvent.ConversationPin {
+        let owner = try data.id("uid")
+        let conversation = try self.conversation(data, sender: owner)
+        if owner == system && conversation.groupID == nil {
+            throw .bad("a system pin (uid app_system) names a group conversation", field: "data.receiverType")
+        }
+        return DomainEvent.ConversationPin(owner: owner, conversation: conversation, deviceID: try data.optionalID("deviceId"),
+                                           at: try data.time("at"), pinned: pinned)
     }
 
     static func reaction(_ data: Fields, added: Bool) throws(EventRejection) -> DomainEvent.Reaction {

@@ -23,6 +23,7 @@ struct FactWriter {
     private var memberEvents: [MemberActionJobs.Item] = []
     private var memberNotices: [MemberActionJobs.Item] = []
     private var reactions: [ReactionJobs.Item] = []
+    private var pins = PinStore.Pins()
     private var groupDeletions: [String: Int64] = [:]
 
     init(app: String, events: [IncomingEvent], rehome: [Rehoming] = []) {
@@ -52,6 +53,9 @@ struct FactWriter {
                 memberNotices.append(.init(event: event, change: change))
             case .reaction(let reaction):
                 reactions.append(.init(event: event, reaction: reaction))
+            case .messagePin(let pin): pins.messages.append(pin)
+            case .messageSave(let save): pins.saves.append(save)
+            case .conversationPin(let pin): pins.conversations.append(pin)
             case .groupDeleted(let guid, let at):
                 groupDeletions[guid] = min(groupDeletions[guid] ?? at, at)
             case .noEffect:
@@ -287,6 +291,9 @@ struct FactWriter {
         // Recipients already pushed an edited message get its new body (SPEC §11.4), after the
         // edits' mention jobs, which take their place for the newly mentioned.
         produced += try Updates.make(app: app, edits: freshEdits, on: connection)
+        // Pins and saves (SPEC §12.1), after this batch's messages are stored (a system pin in a
+        // one-on-one conversation takes the message's).
+        if !pins.isEmpty { try PinStore.apply(app: app, pins, on: connection) }
         // Reactions (SPEC §11.2), after this batch's messages and deletions are stored.
         produced += try ReactionJobs.apply(app: app, reactions, on: connection)
         // Member actions (SPEC §11.3): the events that changed membership, and every notice.

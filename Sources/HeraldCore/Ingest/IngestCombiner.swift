@@ -127,6 +127,9 @@ public final class IngestCombiner: Sendable {
             case .membership(let change), .memberNotice(let change): key += "g" + change.guid
             case .groupDeleted(let guid, _): key += "g" + guid
             case .reaction(let r): key += "t" + r.threadID
+            case .messagePin(let pin): key += "p" + pin.messageID
+            case .messageSave(let save): key += "u" + save.uid
+            case .conversationPin(let pin): key += "u" + pin.owner
             case .noEffect: continue
             }
             break

@@ -222,7 +222,8 @@ public struct IngestStore: Sendable {
                 // and its message's own id: two events of one reaction, one naming the parent and
                 // one not (for a message not seen yet), lock different threads, but this one alike
                 locks.thread(r.messageID, group: r.conversation.groupID)
-            case .noEffect: break
+            // pins and saves are rows decided by their latest event, serialised by the row itself
+            case .messagePin, .messageSave, .conversationPin, .noEffect: break
             }
         }
         return locks

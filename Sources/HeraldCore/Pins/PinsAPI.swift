@@ -1,0 +1,152 @@
+import HTTPServer
+import Postgres
+import JSON
+
+/// SPEC §12.2 (server role): a conversation's pinned messages, a user's saved messages and pinned
+/// conversations, and the per-viewer state of a message list. Deleted messages (and messages of
+/// deleted threads and groups) are unpinned and unsaved for everyone: they are left out.
+enum PinsAPI {
+    static func register(in router: inout Router<Route>) {
+        router.add("GET", "/v1/conversations/{conversationId}/pins", Route(access: .server, handler: conversationPins))
+        router.add("GET", "/v1/users/{uid}/saved", Route(access: .server, handler: saved))
+        router.add("GET", "/v1/users/{uid}/pinned-conversations", Route(access: .server, handler: pinnedConversations))
+        router.add("POST", "/v1/users/{uid}/messages/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
+    }
+
+    /// A live message `m`: seen, not deleted, nor its thread (nor, through it, its group).
+    static let live = """
+        m.created_seen AND m.deleted_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = m.app AND t.parent_id = coalesce(m.parent_id, m.id)
+                           AND t.deleted_at IS NOT NULL)
+        """
+
+    /// Whether user `uid` (a parameter) can still see conversation `c`'s messages: a member of its
+    /// group now, or one of its two users.
+    static func access(_ c: String, uid: String) -> String {
+        """
+        CASE WHEN \(c).group_id IS NULL THEN \(uid) IN (\(c).user_a, \(c).user_b)
+             ELSE EXISTS (SELECT 1 FROM group_members g WHERE g.app = \(c).app AND g.group_id = \(c).group_id AND g.uid = \(uid)
+                             AND g.joined_at > coalesce(g.removed_at, -1)) END
+        """
+    }
+
+    /// A cursor's `<time>/<id>` position (ids hold no '/'), or nil.
+    static func position(_ list: ListParameters, kind: String) throws(HTTPError) -> (at: Int64, id: String)? {
+        guard let text = try list.position(kind: kind) else { return nil }
+        guard let slash = text.firstIndex(of: "/"), let at = Int64(text[..<slash]) else {
+            throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
+        }
+        return (at, String(text[text.index(after: slash)...]))
+    }
+
+    static func conversationPins(_ context: RequestContext) throws -> Response {
+        let conversation = try Identifier.validate(context.parameter("conversationId"), field: "conversationId")
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let after = try position(list, kind: "pins")
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT p.at || '/' || p.message_id,
+                       jsonb_build_object('messageId', m.id, 'parentMessageId', m.parent_id, 'sender', m.sender, 'sentAt', m.sent_at,
+                                          'text', m.text, 'pinnedAt', p.at, 'pinnedBy', p.pinned_by,
+                                          'parent', (SELECT jsonb_build_object('id', pm.id, 'text', pm.text, 'sender', pm.sender,
+                                                                               'sentAt', pm.sent_at)
+                                                       FROM messages pm WHERE pm.app = $1 AND pm.id = m.parent_id))::text
+                  FROM message_pins p
+                  JOIN messages m ON m.app = $1 AND m.id = p.message_id
+                 WHERE p.app = $1 AND p.pinned AND (p.conversation_id = $2 OR (p.conversation_id IS NULL AND m.conversation_id = $2))
+                   AND \(live)
+                   AND ($3::bigint IS NULL OR p.at < $3 OR (p.at = $3 AND p.message_id COLLATE "C" < $4::text COLLATE "C"))
+                 ORDER BY p.at DESC, p.message_id COLLATE "C" DESC
+                 LIMIT $5
+                """, [context.app, conversation, after?.at, after?.id, list.limit + 1])
+        }
+        return try list.page(rows, kind: "pins")
+    }
+
+    static func saved(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let after = try position(list, kind: "saved")
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT s.at || '/' || s.message_id,
+                       jsonb_build_object('messageId', m.id, 'parentMessageId', m.parent_id, 'conversationId', m.conversation_id,
+                                          'receiverType', m.receiver_type,
+                                          'receiver', coalesce(m.group_id, CASE WHEN m.user_a = $2 THEN m.user_b ELSE m.user_a END),
+                                          'sentAt', m.sent_at, 'sender', m.sender, 'text', m.text, 'savedAt', s.at)::text
+                  FROM message_saves s
+                  JOIN messages m ON m.app = $1 AND m.id = s.message_id
+                 WHERE s.app = $1 AND s.uid = $2 AND s.saved AND \(live) AND \(access("m", uid: "$2"))
+                   AND ($3::bigint IS NULL OR s.at < $3 OR (s.at = $3 AND s.message_id COLLATE "C" < $4::text COLLATE "C"))
+                 ORDER BY s.at DESC, s.message_id COLLATE "C" DESC
+                 LIMIT $5
+                """, [context.app, uid, after?.at, after?.id, list.limit + 1])
+        }
+        return try list.page(rows, kind: "saved")
+    }
+
+    /// System pins of the user's groups first, then the user's own, each newest first.
+    static func pinnedConversations(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        var after: (segment: Int, at: Int64, id: String)?
+        if let text = try list.position(kind: "pinned-conversations") {
+            let parts = text.split(separator: "/", maxSplits: 2).map(String.init)
+            guard parts.count == 3, let segment = Int(parts[0]), let at = Int64(parts[1]) else {
+                throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
+            }
+            after = (segment, at, parts[2])
+        }
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT c.segment || '/' || c.at || '/' || c.conversation_id,
+                       jsonb_build_object('conversationId', c.conversation_id, 'receiverType', c.receiver_type,
+                                          'receiver', coalesce(c.group_id, CASE WHEN c.user_a = $2 THEN c.user_b ELSE c.user_a END),
+                                          'pinnedAt', c.at, 'pinnedBy', c.owner)::text
+                  FROM (SELECT r.*, CASE WHEN r.owner = 'app_system' THEN 0 ELSE 1 END AS segment FROM conversation_pins r
+                         WHERE r.app = $1 AND r.owner IN ('app_system', $2) AND r.pinned) c
+                 WHERE \(access("c", uid: "$2"))
+                   AND ($3::int IS NULL OR c.segment > $3
+                        OR (c.segment = $3 AND (c.at < $4 OR (c.at = $4 AND c.conversation_id COLLATE "C" < $5::text COLLATE "C"))))
+                 ORDER BY c.segment, c.at DESC, c.conversation_id COLLATE "C" DESC
+                 LIMIT $6
+                """, [context.app, uid, after?.segment, after?.at, after?.id, list.limit + 1])
+        }
+        return try list.page(rows, kind: "pinned-conversations")
+    }
+
+    struct LookupBody: Decodable {
+        let messageIds: [JSONValue]
+    }
+
+    /// Per viewer, for a message list: pin, save and thread subscription of each id the user can
+    /// see; unknown, deleted and inaccessible ids are left out.
+    static func lookup(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let body = try context.request.decodeJSON(LookupBody.self)
+        guard body.messageIds.count <= 1000 else { throw HTTPError.invalidLimit(field: "messageIds", min: 0, max: 1000) }
+        var ids: [String] = []
+        for (index, value) in body.messageIds.enumerated() {
+            guard let id = value.stringValue, Identifier.isValid(id) else {
+                throw HTTPError.badRequest("messageIds[\(index)] must be a message id", field: "messageIds[\(index)]")
+            }
+            ids.append(id)
+        }
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT jsonb_object_agg(m.id, jsonb_build_object(
+                           'pinnedAt', CASE WHEN p.pinned THEN p.at ELSE 0 END,
+                           'pinnedBy', CASE WHEN p.pinned THEN p.pinned_by END,
+                           'savedAt', CASE WHEN s.saved THEN s.at ELSE 0 END,
+                           'threadSubscribed', coalesce(sub.subscribed, false)))::text
+                  FROM (SELECT DISTINCT unnest($3::text[]) AS id) q
+                  CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = $1 AND m.id = q.id OFFSET 0) m
+                  LEFT JOIN message_pins p ON p.app = $1 AND p.message_id = m.id
+                  LEFT JOIN message_saves s ON s.app = $1 AND s.uid = $2 AND s.message_id = m.id
+                  LEFT JOIN subscriptions sub ON sub.app = $1 AND sub.uid = $2 AND sub.thread_id = coalesce(m.parent_id, m.id)
+                 WHERE \(live) AND \(access("m", uid: "$2"))
+                """, [context.app, uid, ids])
+        }
+        return .json(RawJSON("{\"data\":" + ((try rows.first?.decode(0, as: String?.self)) ?? nil ?? "{}") + "}"))
+    }
+}

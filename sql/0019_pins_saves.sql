@@ -1,0 +1,46 @@
+-- Pins and saves (SPEC §12.1–12.2): the latest event by `at` decides each state, and on equal
+-- times an unpin or unsave wins, whatever the order of delivery. A row keeps the deciding event's
+-- time and whether it pinned (or saved); an unpin leaves the row with `pinned = false` (the
+-- tombstone that makes an older pin arriving later change nothing).
+
+-- A message's pin, seen by everyone in its conversation. `conversation_id` is the event's, or the
+-- stored message's when the event cannot say (a system pin in a one-on-one conversation).
+CREATE TABLE message_pins (
+    app              text    NOT NULL,
+    message_id       text    NOT NULL,
+    conversation_id  text,
+    pinned           boolean NOT NULL,
+    at               bigint  NOT NULL,
+    pinned_by        text    NOT NULL,    -- a uid, or 'app_system'
+    PRIMARY KEY (app, message_id)
+);
+-- A conversation's pins, newest first (the message leads nothing here: see 0018 on ties with the key).
+CREATE INDEX message_pins_by_conversation ON message_pins (conversation_id, app, at DESC, message_id) WHERE pinned;
+
+-- A user's saves, seen by that user only.
+CREATE TABLE message_saves (
+    app         text    NOT NULL,
+    uid         text    NOT NULL,
+    message_id  text    NOT NULL,
+    saved       boolean NOT NULL,
+    at          bigint  NOT NULL,
+    device_id   text,
+    PRIMARY KEY (app, uid, message_id)
+);
+CREATE INDEX message_saves_newest ON message_saves (app, uid, at DESC, message_id) WHERE saved;
+
+-- Conversation pins: a user's own (`owner` = the uid), or a system pin for every participant
+-- (`owner` = 'app_system').
+CREATE TABLE conversation_pins (
+    app              text    NOT NULL,
+    owner            text    NOT NULL,
+    conversation_id  text    NOT NULL,
+    receiver_type    text    NOT NULL,
+    group_id         text,
+    user_a           text,
+    user_b           text,
+    pinned           boolean NOT NULL,
+    at               bigint  NOT NULL,
+    device_id        text,
+    PRIMARY KEY (app, owner, conversation_id)
+);
