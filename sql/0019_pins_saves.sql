@@ -12,6 +12,7 @@ CREATE TABLE message_pins (
     pinned           boolean NOT NULL,
     at               bigint  NOT NULL,
     pinned_by        text    NOT NULL,    -- a uid, or 'app_system'
+    was_pinned       boolean,             -- before the last change: whether it changed the state (a sync job)
     PRIMARY KEY (app, message_id)
 );
 -- A conversation's pins, newest first (the message leads nothing here: see 0018 on ties with the key).
@@ -25,6 +26,7 @@ CREATE TABLE message_saves (
     saved       boolean NOT NULL,
     at          bigint  NOT NULL,
     device_id   text,
+    was_saved   boolean,
     PRIMARY KEY (app, uid, message_id)
 );
 CREATE INDEX message_saves_newest ON message_saves (app, uid, at DESC, message_id) WHERE saved;
@@ -42,5 +44,13 @@ CREATE TABLE conversation_pins (
     pinned           boolean NOT NULL,
     at               bigint  NOT NULL,
     device_id        text,
+    was_pinned       boolean,
     PRIMARY KEY (app, owner, conversation_id)
 );
+
+-- Sync jobs (SPEC §12.3): silent jobs that tell a user's devices what changed. `subject_id` holds
+-- the conversation, `sync_at` the pin's or save's time (0: unpinned, unsaved), `sync_by` who
+-- pinned.
+ALTER TABLE jobs ADD COLUMN sync_at bigint, ADD COLUMN sync_by text;
+ALTER TABLE jobs DROP CONSTRAINT jobs_kind_check;
+ALTER TABLE jobs ADD CONSTRAINT jobs_kind_check CHECK (kind IN ('clear', 'retract', 'update', 'reaction', 'memberAction', 'sync'));

@@ -163,4 +163,49 @@ struct PinsTests {
                                       json: Events.json(["messageIds": (0...1000).map { "m\($0)" }]))
         #expect(tooMany.status == 400 && (tooMany.json["error"] as? [String: Any])?["code"] as? String == "ERR_INVALID_LIMIT")
     }
+
+    func syncJobs(_ app: TestApp) throws -> [[String: Any]] {
+        try app.claimAll(client: client).filter { $0["kind"] as? String == "sync" }
+    }
+
+    @Test("sync jobs: a pin to every member (the actor too), a save to the saver without the acting device, a conversation pin to its user or every participant; no change, no job")
+    func sync() throws {
+        let app = try chat()
+        _ = try app.claimAll(client: client)
+        try app.ingest([Self.pin("p1", "m1", by: "alice", at: past + 100)], client: client)
+        let pins = try syncJobs(app)
+        #expect(recipients(pins) == ["alice", "bob", "carol"])
+        let job = try #require(pins.first)
+        #expect(job["reason"] as? String == "messagePinned" && job["notification"] is NSNull)
+        let data = try #require(job["data"] as? [String: Any])
+        #expect(data["change"] as? String == "messagePinned" && data["messageId"] as? String == "m1"
+                    && data["conversationId"] as? String == "group_g1" && data["pinnedAt"] as? Int64 == past + 100
+                    && data["pinnedBy"] as? String == "alice")
+        // an older pin, a repeat, an unpin of nothing: no state change, no job
+        try app.ingest([Self.pin("p2", "m1", by: "bob", at: past + 50), Self.pin("p3", "m3", by: "bob", at: past + 60, pinned: false)],
+                       client: client)
+        #expect(try syncJobs(app).isEmpty)
+        try app.ingest([Self.pin("p4", "m1", by: "bob", at: past + 150, pinned: false)], client: client)
+        let unpins = try syncJobs(app)
+        #expect(unpins.count == 3 && (unpins.first?["data"] as? [String: Any])?["pinnedAt"] as? Int == 0)
+
+        try app.ingest([Self.save("s1", "m3", uid: "bob", at: past + 200)], client: client)
+        let saves = try syncJobs(app)
+        #expect(recipients(saves) == ["bob"] && saves.first?["excludeDevice"] as? String == "phone")
+        #expect((saves.first?["data"] as? [String: Any])?["savedAt"] as? Int64 == past + 200)
+
+        try app.ingest([Self.conversationPin("c1", uid: "carol", at: past + 300),
+                        Self.conversationPin("c2", uid: "app_system", at: past + 310)], client: client)
+        let conversations = try syncJobs(app)
+        #expect(conversations.filter { $0["reason"] as? String == "conversationPinned" }.count == 4, "carol's own, and the system pin for all three")
+        #expect((conversations.first?["data"] as? [String: Any])?["conversationId"] as? String == "group_g1")
+
+        // the app switch
+        try app.patch("/v1/settings/notifications", #"{"syncJobs": false}"#, client: client)
+        try app.ingest([Self.pin("p5", "m2", by: "bob", at: past + 400)], client: client)
+        #expect(try syncJobs(app).isEmpty)
+        #expect(try lookup(app, "alice", ["m2"])["m2"]?["pinnedAt"] as? Int64 == past + 400, "the state still changes")
+    }
+
+    func recipients(_ jobs: [[String: Any]]) -> Set<String> { Set(jobs.compactMap { $0["recipient"] as? String }) }
 }

@@ -61,6 +61,11 @@ struct LargeGroupTests {
         #expect(eventually(seconds: 20) { (try? count("reaction").0) == 50 && (try? count("memberAction").0) == 50 })
         #expect(try count("reaction") == (50, 50), "every member but the reactor (newbie included: a member at its time)")
         #expect(try count("memberAction") == (50, 50), "every member but the one who joined")
+        // a pin in the large group: a sync job for every member, through a task
+        try app.ingest([Events.event("pin1", "message.pinned", ["messageId": "big", "by": "u2", "receiverType": "group", "receiver": "g1",
+                                                                 "at": nowMilliseconds()])], client: client)
+        #expect(eventually(seconds: 20) { (try? count("sync").0) == 51 })
+        #expect(try count("sync") == (51, 51), "every member, the one who pinned included")
         #expect(eventually(seconds: 10) {
             (try? connection.query("SELECT bool_and(done) FROM fanout_tasks WHERE app = $1", [app.id])[0].decode(0, as: Bool.self)) == true
         })

@@ -96,6 +96,22 @@ enum DeliveryRequest {
                                 } }
                                 return
                             }
+                            if let sync = job.sync {
+                                // A silent push: the app brings its other screens in step (SPEC §12.3).
+                                item.field("content_available", true)
+                                if key.platform == 1 {
+                                    if let topic = key.topic { item.field("topic", topic) }
+                                    if key.sandbox { item.field("development", true) }
+                                }
+                                item.field("data") { $0.object { data in
+                                    data.field("jobId", wireJobID(job.id))
+                                    data.field("kind", job.kind)
+                                    data.field("change", sync.change)
+                                    if !job.messageID.isEmpty { data.field("messageId", job.messageID) }
+                                    data.field("conversationId", sync.conversationID)
+                                } }
+                                return
+                            }
                             item.field("title", title)
                             item.field("message", message)
                             if key.platform == 1 {

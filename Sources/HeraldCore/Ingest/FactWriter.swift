@@ -53,9 +53,9 @@ struct FactWriter {
                 memberNotices.append(.init(event: event, change: change))
             case .reaction(let reaction):
                 reactions.append(.init(event: event, reaction: reaction))
-            case .messagePin(let pin): pins.messages.append(pin)
-            case .messageSave(let save): pins.saves.append(save)
-            case .conversationPin(let pin): pins.conversations.append(pin)
+            case .messagePin(let pin): pins.messages.append((event, pin))
+            case .messageSave(let save): pins.saves.append((event, save))
+            case .conversationPin(let pin): pins.conversations.append((event, pin))
             case .groupDeleted(let guid, let at):
                 groupDeletions[guid] = min(groupDeletions[guid] ?? at, at)
             case .noEffect:
@@ -293,7 +293,7 @@ struct FactWriter {
         produced += try Updates.make(app: app, edits: freshEdits, on: connection)
         // Pins and saves (SPEC §12.1), after this batch's messages are stored (a system pin in a
         // one-on-one conversation takes the message's).
-        if !pins.isEmpty { try PinStore.apply(app: app, pins, on: connection) }
+        if !pins.isEmpty { produced += try SyncJobs.make(app: app, try PinStore.apply(app: app, pins, on: connection), on: connection) }
         // Reactions (SPEC §11.2), after this batch's messages and deletions are stored.
         produced += try ReactionJobs.apply(app: app, reactions, on: connection)
         // Member actions (SPEC §11.3): the events that changed membership, and every notice.

@@ -63,7 +63,12 @@ public final class FanoutWorker: Sendable {
         // action's its group (SPEC §11).
         let messageID = try row.decode("message_id", as: String?.self) ?? ""
         let subjectID = try row.decode("subject_id", as: String?.self) ?? ""
-        let kind: Kind = event.type == "reaction.added" ? .reaction : event.type.hasPrefix("member.") ? .memberAction : .message
+        let kind: Kind = switch event.type {
+        case "reaction.added": .reaction
+        case "message.pinned", "message.unpinned", "conversation.pinned", "conversation.unpinned": .sync
+        case let type where type.hasPrefix("member."): .memberAction
+        default: .message
+        }
         var after = try row.decode("after_uid", as: String?.self)
         let started = monotonicNanoseconds()
         var chunks = 0
@@ -75,7 +80,7 @@ public final class FanoutWorker: Sendable {
             let done = try database.withConnection { connection in
                 try LockSet.holding(app: app, on: connection, resolve: { connection in
                     var locks = LockSet()
-                    guard kind != .memberAction,
+                    guard kind == .message || kind == .reaction,
                           let (thread, group) = try StoredMessage.thread(app: app, id: messageID, on: connection)
                             ?? StoredMessage.reactionThread(app: app, reaction: subjectID, on: connection) else { return ("", locks) }
                     locks.thread(thread, group: group)
@@ -104,6 +109,11 @@ public final class FanoutWorker: Sendable {
                     case .memberAction:
                         (last, count) = try MemberActionJobs.produce(app: app, [event], settings: settings, after: after,
                                                                      limit: chunkSize, on: connection)
+                    case .sync:
+                        let message = messageID.isEmpty ? nil : messageID
+                        guard let change = try SyncJobs.stored(app: app, event: event, messageID: message, group: subjectID,
+                                                               on: connection) else { (last, count) = (nil, 0); break }
+                        (last, count) = try SyncJobs.produce(app: app, [(change, subjectID)], after: after, limit: chunkSize, on: connection)
                     }
                     try connection.query("""
                         UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
@@ -127,7 +137,7 @@ public final class FanoutWorker: Sendable {
 
 extension FanoutWorker {
     /// What a task fans out.
-    enum Kind { case message, reaction, memberAction }
+    enum Kind { case message, reaction, memberAction, sync }
 }
 
 /// A stored message as the fan-out needs it.

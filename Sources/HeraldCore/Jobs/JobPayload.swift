@@ -42,6 +42,17 @@ struct JobPayload {
     var reaction: Reaction?
     /// A `memberAction` job's action (SPEC §11.3).
     var memberAction: MemberActionFacts?
+    /// A `sync` job's change (SPEC §12.3).
+    var sync: Sync?
+
+    struct Sync {
+        /// `messagePinned` … `conversationUnpinned` (also the job's reason).
+        var change: String
+        var conversationID: String?
+        /// The pin's or save's time (0: unpinned, unsaved) and who pinned.
+        var at: Int64
+        var by: String?
+    }
 
     struct Reaction {
         var id: String
@@ -77,7 +88,8 @@ struct JobPayload {
         """
         \(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id
         LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
-                             FROM reactions r WHERE j.subject_id IS NOT NULL AND r.app = j.app AND r.id = j.subject_id) r ON true
+                             FROM reactions r WHERE j.kind IN ('reaction', 'retract') AND j.subject_id IS NOT NULL
+                                                  AND r.app = j.app AND r.id = j.subject_id) r ON true
         LEFT JOIN LATERAL (SELECT a.group_id, a.uid, a.actor, a.action, a.scope, a.at FROM member_actions a
                             WHERE j.kind = 'memberAction' AND a.app = j.app AND a.event_source = j.event_source
                               AND a.event_id = j.event_id) a ON true
@@ -95,7 +107,7 @@ struct JobPayload {
         coalesce(m.group_id, r.group_id, a.group_id) AS group_id, coalesce(m.sender, r.message_sender, '') AS sender,
         coalesce(m.sent_at, 0) AS sent_at, coalesce(m.parent_id, r.parent_id) AS parent_id, coalesce(m.text, '') AS text, j.last_error,
         j.subject_id, r.reactor, r.reaction, a.uid AS action_uid, a.actor AS action_actor, a.action, a.scope AS action_scope,
-        a.at AS action_at,
+        a.at AS action_at, j.sync_at, j.sync_by,
         j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason,
         \(Device.Target.recipientDevices) AS devices
         """
@@ -104,6 +116,7 @@ struct JobPayload {
     /// (SPEC §11.4), `reaction` (SPEC §11.2) or `memberAction` (SPEC §11.3).
     var kind: String {
         if let removal { return removal.kind.rawValue }
+        if sync != nil { return "sync" }
         if updates != nil { return "update" }
         if memberAction != nil { return "memberAction" }
         if reaction != nil { return "reaction" }
@@ -214,7 +227,7 @@ struct JobPayload {
             } }
             job.field("kind", kind)
             job.field("reason", reason)
-            let (title, body) = removal == nil ? push : ("", "")
+            let (title, body) = removal == nil && sync == nil ? push : ("", "")
             writePush(to: &job, title: title, body: body)
             job.field("excludeDevice", excludeDevice)
             job.field("devices", array: devices)
@@ -224,6 +237,27 @@ struct JobPayload {
 
     /// The `notification` and `data` fields, into an object being written.
     func writePush(to job: inout JSONWriter, title: String, body: String) {
+        if let sync {
+            // Silent: what changed, and the state it left, for the user's other devices.
+            job.field("notification", JSONValue.null)
+            job.field("data") { $0.object { data in
+                data.field("change", sync.change)
+                if sync.change.hasPrefix("conversation") {
+                    data.field("conversationId", sync.conversationID)
+                    data.field("pinnedAt", sync.at)
+                    data.field("pinnedBy", sync.by)
+                } else if sync.change.hasPrefix("messageSav") || sync.change.hasPrefix("messageUnsav") {
+                    data.field("messageId", messageID)
+                    data.field("savedAt", sync.at)
+                } else {
+                    data.field("messageId", messageID)
+                    data.field("conversationId", sync.conversationID ?? (conversationID.isEmpty ? nil : conversationID))
+                    data.field("pinnedAt", sync.at)
+                    data.field("pinnedBy", sync.by)
+                }
+            } }
+            return
+        }
         if let removal {
             // Silent: remove these notifications (a clear job: from the reader's other
             // devices, and set the badge).
@@ -305,6 +339,10 @@ extension JobPayload {
         excludeDevice = try row.decode("exclude_device")
         if let subject = try row.decode("subject_id", as: String?.self), let reactor = try row.decode("reactor", as: String?.self) {
             reaction = Reaction(id: subject, reactor: reactor, emoji: try row.decode("reaction"))
+        }
+        if try row.decode("job_kind", as: String?.self) == "sync" {
+            sync = Sync(change: reason, conversationID: try row.decode("subject_id"), at: try row.decode("sync_at", as: Int64?.self) ?? 0,
+                        by: try row.decode("sync_by"))
         }
         if let name = try row.decode("action", as: String?.self), let action = MemberAction(rawValue: name) {
             memberAction = MemberActionFacts(action: action, uid: try row.decode("action_uid"), actor: try row.decode("action_actor"),

@@ -6,11 +6,40 @@ import Postgres
 /// it), so no advisory lock is taken. Called by `FactWriter` in the ingest transaction.
 enum PinStore {
     struct Pins {
-        var messages: [DomainEvent.MessagePin] = []
-        var saves: [DomainEvent.MessageSave] = []
-        var conversations: [DomainEvent.ConversationPin] = []
+        var messages: [(event: IncomingEvent, pin: DomainEvent.MessagePin)] = []
+        var saves: [(event: IncomingEvent, save: DomainEvent.MessageSave)] = []
+        var conversations: [(event: IncomingEvent, pin: DomainEvent.ConversationPin)] = []
 
         var isEmpty: Bool { messages.isEmpty && saves.isEmpty && conversations.isEmpty }
+    }
+
+    /// A change of state an event made (not one that changed nothing: a second unpin, an older
+    /// pin), for its sync jobs (SPEC §12.3).
+    struct Change {
+        enum Subject {
+            /// A message's pin in its conversation (the event's; nil: a system pin in a one-on-one
+            /// conversation, whose users the stored message names).
+            case messagePin(messageID: String, conversation: Conversation?)
+            case save(messageID: String, uid: String)
+            case conversationPin(owner: String, conversation: Conversation)
+        }
+        let event: IncomingEvent
+        let subject: Subject
+        /// Pinned or saved now.
+        let set: Bool
+        /// The pin's or save's time; who pinned.
+        let at: Int64
+        let by: String?
+        let deviceID: String?
+
+        /// `data.change` and the job's reason.
+        var change: String {
+            switch subject {
+            case .messagePin: set ? "messagePinned" : "messageUnpinned"
+            case .save: set ? "messageSaved" : "messageUnsaved"
+            case .conversationPin: set ? "conversationPinned" : "conversationUnpinned"
+            }
+        }
     }
 
     /// Of several events for one key in a batch, the one that decides: the latest, an unpin on a tie.
@@ -34,10 +63,15 @@ enum PinStore {
         "EXCLUDED.at > r.at OR (EXCLUDED.at = r.at AND r.\(flag) AND NOT EXCLUDED.\(flag))"
     }
 
-    static func apply(app: String, _ pins: Pins, on connection: PostgresConnection) throws {
-        let messagePins = deciding(pins.messages, key: { Array($0.messageID.utf8) }, at: \.at, sets: \.pinned)
+    /// Applies the batch's pins and saves; returns the changes of state they made. An upsert that
+    /// replaces a row records what it was (`was_pinned`, `was_saved`), in the same statement, so
+    /// a change is told from a newer tombstone without a read that a concurrent batch could outdate.
+    static func apply(app: String, _ pins: Pins, on connection: PostgresConnection) throws -> [Change] {
+        var changes: [Change] = []
+        let messagePins = deciding(pins.messages, key: { Array($0.pin.messageID.utf8) }, at: \.pin.at, sets: \.pin.pinned)
         if !messagePins.isEmpty {
-            try connection.query("""
+            let byID = Dictionary(messagePins.map { ($0.pin.messageID, $0) }, uniquingKeysWith: { first, _ in first })
+            for row in try connection.query("""
                 INSERT INTO message_pins AS r (app, message_id, conversation_id, pinned, at, pinned_by)
                 SELECT $1, x.id,
                        coalesce(x.conversation_id, (SELECT m.conversation_id FROM messages m WHERE m.app = $1 AND m.id = x.id)),
@@ -45,39 +79,61 @@ enum PinStore {
                   FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::text[]) AS x(id, conversation_id, pinned, at, by)
                  ORDER BY x.id COLLATE "C"
                 ON CONFLICT (app, message_id) DO UPDATE
-                   SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, pinned_by = EXCLUDED.pinned_by,
+                   SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, pinned_by = EXCLUDED.pinned_by, was_pinned = r.pinned,
                        conversation_id = coalesce(EXCLUDED.conversation_id, r.conversation_id)
                  WHERE \(wins("pinned"))
-                """, [app, messagePins.map(\.messageID), messagePins.map { $0.conversation?.id }, messagePins.map(\.pinned),
-                      messagePins.map(\.at), messagePins.map(\.by)])
+                RETURNING message_id, pinned OR coalesce(was_pinned, false) AS changed
+                """, [app, messagePins.map(\.pin.messageID), messagePins.map { $0.pin.conversation?.id }, messagePins.map(\.pin.pinned),
+                      messagePins.map(\.pin.at), messagePins.map(\.pin.by)]) {
+                guard try row.decode("changed", as: Bool.self), let item = byID[try row.decode("message_id", as: String.self)] else { continue }
+                changes.append(Change(event: item.event, subject: .messagePin(messageID: item.pin.messageID, conversation: item.pin.conversation),
+                                      set: item.pin.pinned, at: item.pin.at, by: item.pin.by, deviceID: nil))
+            }
         }
-        let saves = deciding(pins.saves, key: { Array($0.uid.utf8) + [0] + Array($0.messageID.utf8) }, at: \.at, sets: \.saved)
+        let saves = deciding(pins.saves, key: { Array($0.save.uid.utf8) + [0] + Array($0.save.messageID.utf8) }, at: \.save.at,
+                             sets: \.save.saved)
         if !saves.isEmpty {
-            try connection.query("""
+            let byKey = Dictionary(saves.map { ($0.save.uid + "\u{0}" + $0.save.messageID, $0) }, uniquingKeysWith: { first, _ in first })
+            for row in try connection.query("""
                 INSERT INTO message_saves AS r (app, uid, message_id, saved, at, device_id)
                 SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::text[])
                     AS x(uid, message_id, saved, at, device_id)
                  ORDER BY x.uid COLLATE "C", x.message_id COLLATE "C"
                 ON CONFLICT (app, uid, message_id) DO UPDATE
-                   SET saved = EXCLUDED.saved, at = EXCLUDED.at, device_id = EXCLUDED.device_id
+                   SET saved = EXCLUDED.saved, at = EXCLUDED.at, device_id = EXCLUDED.device_id, was_saved = r.saved
                  WHERE \(wins("saved"))
-                """, [app, saves.map(\.uid), saves.map(\.messageID), saves.map(\.saved), saves.map(\.at), saves.map(\.deviceID)])
+                RETURNING uid, message_id, saved OR coalesce(was_saved, false) AS changed
+                """, [app, saves.map(\.save.uid), saves.map(\.save.messageID), saves.map(\.save.saved), saves.map(\.save.at),
+                      saves.map(\.save.deviceID)]) {
+                guard try row.decode("changed", as: Bool.self),
+                      let item = byKey[try row.decode("uid", as: String.self) + "\u{0}" + row.decode("message_id", as: String.self)] else { continue }
+                changes.append(Change(event: item.event, subject: .save(messageID: item.save.messageID, uid: item.save.uid),
+                                      set: item.save.saved, at: item.save.at, by: nil, deviceID: item.save.deviceID))
+            }
         }
-        let conversations = deciding(pins.conversations, key: { Array($0.owner.utf8) + [0] + Array($0.conversation.id.utf8) },
-                                     at: \.at, sets: \.pinned)
+        let conversations = deciding(pins.conversations, key: { Array($0.pin.owner.utf8) + [0] + Array($0.pin.conversation.id.utf8) },
+                                     at: \.pin.at, sets: \.pin.pinned)
         if !conversations.isEmpty {
-            let c = conversations.map(\.conversation)
-            try connection.query("""
+            let byKey = Dictionary(conversations.map { ($0.pin.owner + "\u{0}" + $0.pin.conversation.id, $0) }, uniquingKeysWith: { first, _ in first })
+            let c = conversations.map(\.pin.conversation)
+            for row in try connection.query("""
                 INSERT INTO conversation_pins AS r (app, owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id)
                 SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[],
                                            $9::bigint[], $10::text[])
                     AS x(owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id)
                  ORDER BY x.owner COLLATE "C", x.conversation_id COLLATE "C"
                 ON CONFLICT (app, owner, conversation_id) DO UPDATE
-                   SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, device_id = EXCLUDED.device_id
+                   SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, device_id = EXCLUDED.device_id, was_pinned = r.pinned
                  WHERE \(wins("pinned"))
-                """, [app, conversations.map(\.owner), c.map(\.id), c.map(\.receiverType), c.map(\.groupID), c.map(\.userA),
-                      c.map(\.userB), conversations.map(\.pinned), conversations.map(\.at), conversations.map(\.deviceID)])
+                RETURNING owner, conversation_id, pinned OR coalesce(was_pinned, false) AS changed
+                """, [app, conversations.map(\.pin.owner), c.map(\.id), c.map(\.receiverType), c.map(\.groupID), c.map(\.userA),
+                      c.map(\.userB), conversations.map(\.pin.pinned), conversations.map(\.pin.at), conversations.map(\.pin.deviceID)]) {
+                guard try row.decode("changed", as: Bool.self),
+                      let item = byKey[try row.decode("owner", as: String.self) + "\u{0}" + row.decode("conversation_id", as: String.self)] else { continue }
+                changes.append(Change(event: item.event, subject: .conversationPin(owner: item.pin.owner, conversation: item.pin.conversation),
+                                      set: item.pin.pinned, at: item.pin.at, by: item.pin.owner, deviceID: item.pin.deviceID))
+            }
         }
+        return changes
     }
 }

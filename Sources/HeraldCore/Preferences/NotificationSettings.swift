@@ -31,6 +31,8 @@ public struct AppSettings: Sendable, Equatable {
     public var messageEdited = Notice.notify
     /// Retract jobs for deleted messages already pushed (SPEC §11.4).
     public var messageDeleted = Notice.notify
+    /// Silent sync jobs for pins and saves (SPEC §12.3).
+    public var syncJobs = true
     /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
     public var corsOrigins: [String] = []
     /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
@@ -67,6 +69,7 @@ public struct AppSettings: Sendable, Equatable {
         root["maxEventAgeSeconds"] = .int(maxEventAgeSeconds)
         root["messageEdited"] = .string(messageEdited.rawValue)
         root["messageDeleted"] = .string(messageDeleted.rawValue)
+        root["syncJobs"] = .bool(syncJobs)
         root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
         root["userRateLimit"] = userRateLimit.json
         root["delivery"] = delivery.json
@@ -92,9 +95,13 @@ public struct AppSettings: Sendable, Equatable {
         var next = self
         for (key, value) in root {
             switch key {
-            case "bypassPreferencesForMentions", "bypassPreferencesForAll":
+            case "bypassPreferencesForMentions", "bypassPreferencesForAll", "syncJobs":
                 guard case .bool(let flag) = value else { throw PreferenceField.invalid("\(key) must be true or false", field: key) }
-                if key == "bypassPreferencesForMentions" { next.bypassPreferencesForMentions = flag } else { next.bypassPreferencesForAll = flag }
+                switch key {
+                case "bypassPreferencesForMentions": next.bypassPreferencesForMentions = flag
+                case "bypassPreferencesForAll": next.bypassPreferencesForAll = flag
+                default: next.syncJobs = flag
+                }
             case "privacyTemplateMode":
                 guard case .string(let name) = value, let mode = PrivacyTemplateMode(rawValue: name) else {
                     throw PreferenceField.invalid("privacyTemplateMode must be DEFAULT, PRIVACY or USER_CHOICE", field: key)

@@ -1,0 +1,129 @@
+import Postgres
+
+/// SPEC §12.3: a change of a pin or a save tells the user's other screens and devices with
+/// silent `sync` jobs (`notification` null; `data` `{change, messageId|conversationId, …state}`;
+/// `reason` = the change). A message's pin: one job per member with access to its conversation,
+/// the actor included; a save: one for the saver; a conversation pin: one for that user, or for
+/// every participant of a system pin. The acting device is left out (`excludeDevice`). Sync jobs
+/// skip preferences and quiet rules, follow the app switch `syncJobs`, and go through the
+/// fan-out tasks in groups above `largeGroupThreshold`.
+enum SyncJobs {
+    /// Makes the sync jobs of `changes` (in the ingest transaction); returns how many were made.
+    static func make(app: String, _ changes: [PinStore.Change], on connection: PostgresConnection) throws -> Int {
+        guard !changes.isEmpty else { return 0 }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        guard settings.syncJobs else { return 0 }
+        var rows: [Row] = []
+        var groups: [(change: PinStore.Change, group: String)] = []
+        var unresolved: [PinStore.Change] = []
+        for change in changes {
+            switch change.subject {
+            case .save(_, let uid):
+                rows.append(Row(change: change, recipient: uid))
+            case .conversationPin(let owner, let conversation):
+                if owner != EventParser.system { rows.append(Row(change: change, recipient: owner)) }
+                else if let group = conversation.groupID { groups.append((change, group)) }
+            case .messagePin(_, let conversation?):
+                if let group = conversation.groupID { groups.append((change, group)) }
+                else { rows += [conversation.userA, conversation.userB].compactMap { $0 }.map { Row(change: change, recipient: $0) } }
+            case .messagePin(_, nil):
+                unresolved.append(change)
+            }
+        }
+        // A system pin in a one-on-one conversation: the stored message's two users (none known yet: nobody).
+        if !unresolved.isEmpty {
+            var users: [String: [String]] = [:]
+            for row in try connection.query("""
+                SELECT id, user_a, user_b FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND group_id IS NULL
+                """, [app, unresolved.compactMap(\.messageID)]) {
+                users[try row.decode("id", as: String.self)] = [try row.decode("user_a", as: String?.self), try row.decode("user_b", as: String?.self)].compactMap { $0 }
+            }
+            for change in unresolved { rows += (change.messageID.flatMap { users[$0] } ?? []).map { Row(change: change, recipient: $0) } }
+        }
+        var produced = try insert(app: app, rows, on: connection)
+        let large = try EventJobs.largeGroups(app: app, groups.map(\.group), threshold: settings.largeGroupThreshold, on: connection)
+        try EventJobs.enqueue(app: app, groups.filter { large.contains($0.group) }.map {
+            EventJobs.Task(event: $0.change.event, messageID: $0.change.messageID, subjectID: $0.group)
+        }, on: connection)
+        produced += try produce(app: app, groups.filter { !large.contains($0.group) }, after: nil, limit: nil, on: connection).produced
+        return produced
+    }
+
+    /// The jobs of changes in groups, for the group's current members — all of them, or for one
+    /// change the next `limit` members after the uid `after` (a fan-out chunk).
+    static func produce(app: String, _ items: [(change: PinStore.Change, group: String)], after: String?, limit: Int?,
+                        on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
+        guard !items.isEmpty else { return (nil, 0) }
+        var rows: [Row] = []
+        var last: String?
+        for row in try connection.query("""
+            SELECT x.n, g.uid FROM unnest($2::text[]) WITH ORDINALITY AS x(g, n)
+             CROSS JOIN LATERAL (SELECT g.uid FROM group_members g
+                                  WHERE g.app = $1 AND g.group_id = x.g AND g.joined_at > coalesce(g.removed_at, -1)
+                                    AND ($3::text IS NULL OR g.uid COLLATE "C" > $3::text COLLATE "C")
+                                  ORDER BY g.uid COLLATE "C" LIMIT $4) g
+            """, [app, items.map(\.group), after, limit]) {
+            let uid = try row.decode("uid", as: String.self)
+            last = EventJobs.later(uid, than: last)
+            rows.append(Row(change: items[try row.decode("n", as: Int.self) - 1].change, recipient: uid))
+        }
+        return (last, try insert(app: app, rows, on: connection))
+    }
+
+    /// The change a large group's task fans out, read back from the state its event left (a later
+    /// change has a task of its own).
+    static func stored(app: String, event: IncomingEvent, messageID: String?, group: String,
+                       on connection: PostgresConnection) throws -> PinStore.Change? {
+        if let messageID {
+            guard let row = try connection.query("SELECT pinned, at, pinned_by FROM message_pins WHERE app = $1 AND message_id = $2",
+                                                 [app, messageID]).first else { return nil }
+            return PinStore.Change(event: event, subject: .messagePin(messageID: messageID, conversation: .group(group)),
+                                   set: try row.decode("pinned"), at: try row.decode("at"), by: try row.decode("pinned_by"), deviceID: nil)
+        }
+        guard let row = try connection.query("""
+            SELECT pinned, at, device_id FROM conversation_pins WHERE app = $1 AND owner = $2 AND conversation_id = $3
+            """, [app, EventParser.system, Conversation.group(group).id]).first else { return nil }
+        return PinStore.Change(event: event, subject: .conversationPin(owner: EventParser.system, conversation: .group(group)),
+                               set: try row.decode("pinned"), at: try row.decode("at"), by: EventParser.system,
+                               deviceID: try row.decode("device_id"))
+    }
+
+    struct Row {
+        let change: PinStore.Change
+        let recipient: String
+    }
+
+    static func insert(app: String, _ rows: [Row], on connection: PostgresConnection) throws -> Int {
+        guard !rows.isEmpty else { return 0 }
+        return try connection.query("""
+            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason,
+                              exclude_device, sync_at, sync_by)
+            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
+                                       $9::text[], $10::text[], $11::bigint[], $12::text[]) AS x
+            ON CONFLICT DO NOTHING
+            """, [app, rows.map(\.change.messageID), rows.map(\.change.conversationID), rows.map(\.recipient),
+                  rows.map(\.change.event.source), rows.map(\.change.event.id), rows.map(\.change.event.type),
+                  rows.map { _ in "sync" }, rows.map(\.change.change), rows.map(\.change.deviceID),
+                  rows.map { $0.change.set ? $0.change.at : 0 }, rows.map { $0.change.set ? $0.change.by : nil }]).affectedRows
+    }
+}
+
+extension PinStore.Change {
+    /// The message a pin or save is of (nil: a conversation pin).
+    var messageID: String? {
+        switch subject {
+        case .messagePin(let id, _), .save(let id, _): id
+        case .conversationPin: nil
+        }
+    }
+
+    /// The conversation, as `data.conversationId` names it (nil: a save, or a pin whose
+    /// conversation only the stored message knows).
+    var conversationID: String? {
+        switch subject {
+        case .messagePin(_, let conversation): conversation?.id
+        case .save: nil
+        case .conversationPin(_, let conversation): conversation.id
+        }
+    }
+}
