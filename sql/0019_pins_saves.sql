@@ -1,5 +1,6 @@
 -- Pins and saves (SPEC §12.1–12.2): the latest event by `at` decides each state, and on equal
--- times an unpin or unsave wins, whatever the order of delivery. A row keeps the deciding event's
+-- times an unpin or unsave wins, and between two pins (or saves) the greater actor (or device)
+-- in byte order, whatever the order of delivery. A row keeps the deciding event's
 -- time and whether it pinned (or saved); an unpin leaves the row with `pinned = false` (the
 -- tombstone that makes an older pin arriving later change nothing).
 
@@ -13,6 +14,8 @@ CREATE TABLE message_pins (
     at               bigint  NOT NULL,
     pinned_by        text    NOT NULL,    -- a uid, or 'app_system'
     was_pinned       boolean,             -- before the last change: whether it changed the state (a sync job)
+    event_source     text    NOT NULL,    -- the deciding event (a large group's sync task checks it still decides)
+    event_id         text    NOT NULL,
     PRIMARY KEY (app, message_id)
 );
 -- A conversation's pins, newest first (the message leads nothing here: see 0018 on ties with the key).
@@ -45,6 +48,8 @@ CREATE TABLE conversation_pins (
     at               bigint  NOT NULL,
     device_id        text,
     was_pinned       boolean,
+    event_source     text    NOT NULL,
+    event_id         text    NOT NULL,
     PRIMARY KEY (app, owner, conversation_id)
 );
 

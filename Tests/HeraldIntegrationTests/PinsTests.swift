@@ -69,6 +69,12 @@ struct PinsTests {
         state = try lookup(app, "carol", ["m3"])["m3"]
         #expect(state?["pinnedAt"] as? Int == 0 && state?["pinnedBy"] is NSNull)
         #expect(try lookup(app, "carol", ["m2"])["m2"]?["pinnedAt"] as? Int == 0)
+        // two pins at the same time, either order: the greater actor in byte order
+        try app.ingest([Self.pin("t1", "m3", by: "bob", at: past + 500)], client: client)
+        try app.ingest([Self.pin("t2", "m3", by: "alice", at: past + 500)], client: client)
+        try app.ingest([Self.pin("t3", "m2", by: "alice", at: past + 500), Self.pin("t4", "m2", by: "bob", at: past + 500)], client: client)
+        #expect(try lookup(app, "carol", ["m3"])["m3"]?["pinnedBy"] as? String == "bob")
+        #expect(try lookup(app, "carol", ["m2"])["m2"]?["pinnedBy"] as? String == "bob")
     }
 
     @Test("a conversation's pins: newest first, a reply with its parent, pages, deleted messages left out")
@@ -94,8 +100,9 @@ struct PinsTests {
         try app.ingest([Events.delete("d1", id: "m3", at: past + 400)], client: client)
         #expect(try list(app, "/v1/conversations/group_g1/pins").ids == ["m2", "m1"])
         #expect(try lookup(app, "alice", ["m3"])["m3"] == nil, "a deleted message is left out of the lookup")
-        // an unknown conversation: empty
+        // an unknown conversation: empty; a conversation id may be longer than an id (a 125-character guid)
         #expect(try list(app, "/v1/conversations/group_nope/pins").ids.isEmpty)
+        #expect(try list(app, "/v1/conversations/group_\(String(repeating: "g", count: 125))/pins").ids.isEmpty)
     }
 
     @Test("saves: newest first, per user, order-independent, only where the user can still see the conversation")
@@ -200,6 +207,10 @@ struct PinsTests {
         #expect(conversations.filter { $0["reason"] as? String == "conversationPinned" }.count == 4, "carol's own, and the system pin for all three")
         #expect((conversations.first?["data"] as? [String: Any])?["conversationId"] as? String == "group_g1")
 
+        // a deleted message, a stale event: the state is stored, nobody is told
+        try app.ingest([Events.delete("d1", id: "m3", at: past + 350), Self.pin("p6", "m3", by: "bob", at: past + 360)], client: client)
+        try app.ingest([Self.save("s2", "m1", uid: "bob", at: nowMilliseconds() - 2 * 86_400_000)], client: client)
+        #expect(try syncJobs(app).isEmpty)
         // the app switch
         try app.patch("/v1/settings/notifications", #"{"syncJobs": false}"#, client: client)
         try app.ingest([Self.pin("p5", "m2", by: "bob", at: past + 400)], client: client)

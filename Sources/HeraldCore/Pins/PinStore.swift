@@ -42,8 +42,9 @@ enum PinStore {
         }
     }
 
-    /// Of several events for one key in a batch, the one that decides: the latest, an unpin on a tie.
-    static func deciding<T>(_ events: [T], key: (T) -> [UInt8], at: (T) -> Int64, sets: (T) -> Bool) -> [T] {
+    /// Of several events for one key in a batch, the one that decides: the latest; on a tie an
+    /// unpin, then the greater `tie` in byte order (the actor, the device).
+    static func deciding<T>(_ events: [T], key: (T) -> [UInt8], at: (T) -> Int64, sets: (T) -> Bool, tie: (T) -> String?) -> [T] {
         var order: [[UInt8]] = []
         var chosen: [[UInt8]: T] = [:]
         for event in events {
@@ -53,14 +54,25 @@ enum PinStore {
                 chosen[k] = event
                 continue
             }
-            if at(event) > at(current) || (at(event) == at(current) && sets(current) && !sets(event)) { chosen[k] = event }
+            if at(event) != at(current) {
+                if at(event) > at(current) { chosen[k] = event }
+            } else if sets(event) != sets(current) {
+                if !sets(event) { chosen[k] = event }
+            } else if Array((tie(current) ?? "").utf8).lexicographicallyPrecedes(Array((tie(event) ?? "").utf8)) {
+                chosen[k] = event
+            }
         }
         return order.map { chosen[$0]! }
     }
 
-    /// The upsert's rule, for a row `r` and the incoming `EXCLUDED`: newer, or as new and clearing.
-    static func wins(_ flag: String) -> String {
-        "EXCLUDED.at > r.at OR (EXCLUDED.at = r.at AND r.\(flag) AND NOT EXCLUDED.\(flag))"
+    /// The upsert's rule, for a row `r` and the incoming `EXCLUDED` (as `deciding`): newer; as new
+    /// and clearing; or as new, the same, and a greater `tie`.
+    static func wins(_ flag: String, tie: String) -> String {
+        """
+        EXCLUDED.at > r.at OR (EXCLUDED.at = r.at AND r.\(flag) AND NOT EXCLUDED.\(flag))
+        OR (EXCLUDED.at = r.at AND r.\(flag) = EXCLUDED.\(flag)
+            AND coalesce(EXCLUDED.\(tie), '') COLLATE "C" > coalesce(r.\(tie), '') COLLATE "C")
+        """
     }
 
     /// Applies the batch's pins and saves; returns the changes of state they made. An upsert that
@@ -68,30 +80,33 @@ enum PinStore {
     /// a change is told from a newer tombstone without a read that a concurrent batch could outdate.
     static func apply(app: String, _ pins: Pins, on connection: PostgresConnection) throws -> [Change] {
         var changes: [Change] = []
-        let messagePins = deciding(pins.messages, key: { Array($0.pin.messageID.utf8) }, at: \.pin.at, sets: \.pin.pinned)
+        let messagePins = deciding(pins.messages, key: { Array($0.pin.messageID.utf8) }, at: \.pin.at, sets: \.pin.pinned,
+                                   tie: \.pin.by)
         if !messagePins.isEmpty {
             let byID = Dictionary(messagePins.map { ($0.pin.messageID, $0) }, uniquingKeysWith: { first, _ in first })
             for row in try connection.query("""
-                INSERT INTO message_pins AS r (app, message_id, conversation_id, pinned, at, pinned_by)
+                INSERT INTO message_pins AS r (app, message_id, conversation_id, pinned, at, pinned_by, event_source, event_id)
                 SELECT $1, x.id,
                        coalesce(x.conversation_id, (SELECT m.conversation_id FROM messages m WHERE m.app = $1 AND m.id = x.id)),
-                       x.pinned, x.at, x.by
-                  FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::text[]) AS x(id, conversation_id, pinned, at, by)
+                       x.pinned, x.at, x.by, x.source, x.event_id
+                  FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+                    AS x(id, conversation_id, pinned, at, by, source, event_id)
                  ORDER BY x.id COLLATE "C"
                 ON CONFLICT (app, message_id) DO UPDATE
                    SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, pinned_by = EXCLUDED.pinned_by, was_pinned = r.pinned,
-                       conversation_id = coalesce(EXCLUDED.conversation_id, r.conversation_id)
-                 WHERE \(wins("pinned"))
+                       conversation_id = coalesce(EXCLUDED.conversation_id, r.conversation_id),
+                       event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id
+                 WHERE \(wins("pinned", tie: "pinned_by"))
                 RETURNING message_id, pinned OR coalesce(was_pinned, false) AS changed
                 """, [app, messagePins.map(\.pin.messageID), messagePins.map { $0.pin.conversation?.id }, messagePins.map(\.pin.pinned),
-                      messagePins.map(\.pin.at), messagePins.map(\.pin.by)]) {
+                      messagePins.map(\.pin.at), messagePins.map(\.pin.by), messagePins.map(\.event.source), messagePins.map(\.event.id)]) {
                 guard try row.decode("changed", as: Bool.self), let item = byID[try row.decode("message_id", as: String.self)] else { continue }
                 changes.append(Change(event: item.event, subject: .messagePin(messageID: item.pin.messageID, conversation: item.pin.conversation),
                                       set: item.pin.pinned, at: item.pin.at, by: item.pin.by, deviceID: nil))
             }
         }
         let saves = deciding(pins.saves, key: { Array($0.save.uid.utf8) + [0] + Array($0.save.messageID.utf8) }, at: \.save.at,
-                             sets: \.save.saved)
+                             sets: \.save.saved, tie: \.save.deviceID)
         if !saves.isEmpty {
             let byKey = Dictionary(saves.map { ($0.save.uid + "\u{0}" + $0.save.messageID, $0) }, uniquingKeysWith: { first, _ in first })
             for row in try connection.query("""
@@ -101,7 +116,7 @@ enum PinStore {
                  ORDER BY x.uid COLLATE "C", x.message_id COLLATE "C"
                 ON CONFLICT (app, uid, message_id) DO UPDATE
                    SET saved = EXCLUDED.saved, at = EXCLUDED.at, device_id = EXCLUDED.device_id, was_saved = r.saved
-                 WHERE \(wins("saved"))
+                 WHERE \(wins("saved", tie: "device_id"))
                 RETURNING uid, message_id, saved OR coalesce(was_saved, false) AS changed
                 """, [app, saves.map(\.save.uid), saves.map(\.save.messageID), saves.map(\.save.saved), saves.map(\.save.at),
                       saves.map(\.save.deviceID)]) {
@@ -112,22 +127,25 @@ enum PinStore {
             }
         }
         let conversations = deciding(pins.conversations, key: { Array($0.pin.owner.utf8) + [0] + Array($0.pin.conversation.id.utf8) },
-                                     at: \.pin.at, sets: \.pin.pinned)
+                                     at: \.pin.at, sets: \.pin.pinned, tie: \.pin.deviceID)
         if !conversations.isEmpty {
             let byKey = Dictionary(conversations.map { ($0.pin.owner + "\u{0}" + $0.pin.conversation.id, $0) }, uniquingKeysWith: { first, _ in first })
             let c = conversations.map(\.pin.conversation)
             for row in try connection.query("""
-                INSERT INTO conversation_pins AS r (app, owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id)
+                INSERT INTO conversation_pins AS r (app, owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id,
+                                                    event_source, event_id)
                 SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[],
-                                           $9::bigint[], $10::text[])
-                    AS x(owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id)
+                                           $9::bigint[], $10::text[], $11::text[], $12::text[])
+                    AS x(owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id, source, event_id)
                  ORDER BY x.owner COLLATE "C", x.conversation_id COLLATE "C"
                 ON CONFLICT (app, owner, conversation_id) DO UPDATE
-                   SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, device_id = EXCLUDED.device_id, was_pinned = r.pinned
-                 WHERE \(wins("pinned"))
+                   SET pinned = EXCLUDED.pinned, at = EXCLUDED.at, device_id = EXCLUDED.device_id, was_pinned = r.pinned,
+                       event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id
+                 WHERE \(wins("pinned", tie: "device_id"))
                 RETURNING owner, conversation_id, pinned OR coalesce(was_pinned, false) AS changed
                 """, [app, conversations.map(\.pin.owner), c.map(\.id), c.map(\.receiverType), c.map(\.groupID), c.map(\.userA),
-                      c.map(\.userB), conversations.map(\.pin.pinned), conversations.map(\.pin.at), conversations.map(\.pin.deviceID)]) {
+                      c.map(\.userB), conversations.map(\.pin.pinned), conversations.map(\.pin.at), conversations.map(\.pin.deviceID),
+                      conversations.map(\.event.source), conversations.map(\.event.id)]) {
                 guard try row.decode("changed", as: Bool.self),
                       let item = byKey[try row.decode("owner", as: String.self) + "\u{0}" + row.decode("conversation_id", as: String.self)] else { continue }
                 changes.append(Change(event: item.event, subject: .conversationPin(owner: item.pin.owner, conversation: item.pin.conversation),

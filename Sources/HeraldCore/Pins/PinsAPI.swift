@@ -40,7 +40,7 @@ enum PinsAPI {
     }
 
     static func conversationPins(_ context: RequestContext) throws -> Response {
-        let conversation = try Identifier.validate(context.parameter("conversationId"), field: "conversationId")
+        let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try position(list, kind: "pins")
         let rows = try context.services.database.withConnection { connection in
@@ -106,6 +106,7 @@ enum PinsAPI {
                   FROM (SELECT r.*, CASE WHEN r.owner = 'app_system' THEN 0 ELSE 1 END AS segment FROM conversation_pins r
                          WHERE r.app = $1 AND r.owner IN ('app_system', $2) AND r.pinned) c
                  WHERE \(access("c", uid: "$2"))
+                   AND NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = c.group_id)
                    AND ($3::int IS NULL OR c.segment > $3
                         OR (c.segment = $3 AND (c.at < $4 OR (c.at = $4 AND c.conversation_id COLLATE "C" < $5::text COLLATE "C"))))
                  ORDER BY c.segment, c.at DESC, c.conversation_id COLLATE "C" DESC

@@ -13,6 +13,15 @@ enum SyncJobs {
         guard !changes.isEmpty else { return 0 }
         let settings = try PreferenceStore().settings(app: app, on: connection)
         guard settings.syncJobs else { return 0 }
+        // A replayed backlog wakes no device (SPEC §11.5); a pin or save of a message Herald knows
+        // to be deleted (or in a deleted thread or group) changes nothing anyone is shown.
+        let now = currentTimeMilliseconds()
+        var changes = changes.filter { !settings.isStale(eventTime: $0.at, now: now) }
+        let gone = try deleted(app: app, changes, on: connection)
+        changes = changes.filter { change in
+            !(change.messageID.map { gone.messages.contains($0) } ?? false) && !(change.groupID.map { gone.groups.contains($0) } ?? false)
+        }
+        guard !changes.isEmpty else { return 0 }
         var rows: [Row] = []
         var groups: [(change: PinStore.Change, group: String)] = []
         var unresolved: [PinStore.Change] = []
@@ -49,6 +58,26 @@ enum SyncJobs {
         return produced
     }
 
+    /// The messages (deleted, or in a deleted thread) and groups (deleted) of `changes` that are gone.
+    static func deleted(app: String, _ changes: [PinStore.Change], on connection: PostgresConnection) throws
+        -> (messages: Set<String>, groups: Set<String>) {
+        let messageIDs = changes.compactMap(\.messageID), groupIDs = changes.compactMap(\.groupID)
+        guard !messageIDs.isEmpty || !groupIDs.isEmpty else { return ([], []) }
+        var messages: Set<String> = [], groups: Set<String> = []
+        for row in try connection.query("""
+            SELECT 'm' AS kind, m.id FROM unnest($2::text[]) AS x(id)
+             CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = $1 AND m.id = x.id OFFSET 0) m
+             WHERE m.deleted_at IS NOT NULL OR m.group_id IN (SELECT d.group_id FROM deleted_groups d WHERE d.app = $1)
+                OR EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NOT NULL)
+            UNION ALL
+            SELECT 'g', d.group_id FROM deleted_groups d WHERE d.app = $1 AND d.group_id = ANY ($3::text[])
+            """, [app, messageIDs, groupIDs]) {
+            let id = try row.decode("id", as: String.self)
+            if try row.decode("kind", as: String.self) == "m" { messages.insert(id) } else { groups.insert(id) }
+        }
+        return (messages, groups)
+    }
+
     /// The jobs of changes in groups, for the group's current members — all of them, or for one
     /// change the next `limit` members after the uid `after` (a fan-out chunk).
     static func produce(app: String, _ items: [(change: PinStore.Change, group: String)], after: String?, limit: Int?,
@@ -70,19 +99,28 @@ enum SyncJobs {
         return (last, try insert(app: app, rows, on: connection))
     }
 
-    /// The change a large group's task fans out, read back from the state its event left (a later
-    /// change has a task of its own).
+    /// The change a large group's task fans out, read back from the state its event left; nil when
+    /// a later event decides the state now (it has a task of its own), or the message or group is gone.
     static func stored(app: String, event: IncomingEvent, messageID: String?, group: String,
                        on connection: PostgresConnection) throws -> PinStore.Change? {
+        guard let change = try storedState(app: app, event: event, messageID: messageID, group: group, on: connection) else { return nil }
+        let gone = try deleted(app: app, [change], on: connection)
+        return gone.messages.isEmpty && gone.groups.isEmpty ? change : nil
+    }
+
+    static func storedState(app: String, event: IncomingEvent, messageID: String?, group: String,
+                       on connection: PostgresConnection) throws -> PinStore.Change? {
         if let messageID {
-            guard let row = try connection.query("SELECT pinned, at, pinned_by FROM message_pins WHERE app = $1 AND message_id = $2",
-                                                 [app, messageID]).first else { return nil }
+            guard let row = try connection.query("""
+                SELECT pinned, at, pinned_by FROM message_pins WHERE app = $1 AND message_id = $2 AND event_source = $3 AND event_id = $4
+                """, [app, messageID, event.source, event.id]).first else { return nil }
             return PinStore.Change(event: event, subject: .messagePin(messageID: messageID, conversation: .group(group)),
                                    set: try row.decode("pinned"), at: try row.decode("at"), by: try row.decode("pinned_by"), deviceID: nil)
         }
         guard let row = try connection.query("""
-            SELECT pinned, at, device_id FROM conversation_pins WHERE app = $1 AND owner = $2 AND conversation_id = $3
-            """, [app, EventParser.system, Conversation.group(group).id]).first else { return nil }
+            SELECT pinned, at, device_id FROM conversation_pins
+             WHERE app = $1 AND owner = $2 AND conversation_id = $3 AND event_source = $4 AND event_id = $5
+            """, [app, EventParser.system, Conversation.group(group).id, event.source, event.id]).first else { return nil }
         return PinStore.Change(event: event, subject: .conversationPin(owner: EventParser.system, conversation: .group(group)),
                                set: try row.decode("pinned"), at: try row.decode("at"), by: EventParser.system,
                                deviceID: try row.decode("device_id"))
@@ -114,6 +152,15 @@ extension PinStore.Change {
         switch subject {
         case .messagePin(let id, _), .save(let id, _): id
         case .conversationPin: nil
+        }
+    }
+
+    /// The group of the conversation (nil: one-on-one, a save, or not known yet).
+    var groupID: String? {
+        switch subject {
+        case .messagePin(_, let conversation): conversation?.groupID
+        case .save: nil
+        case .conversationPin(_, let conversation): conversation.groupID
         }
     }
 

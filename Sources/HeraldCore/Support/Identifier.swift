@@ -12,6 +12,16 @@ public enum Identifier {
         }
     }
 
+    /// A conversation id (SPEC §1): `group_<guid>` or `<uid>_user_<uid>`, so up to 262 characters.
+    public static func validateConversation(_ text: String, field: String) throws(HTTPError) -> String {
+        let count = text.unicodeScalars.count
+        guard count >= 1, count <= 262, text.utf8.count <= 1036,
+              !text.unicodeScalars.contains(where: { $0 == "/" || $0.value < 0x20 || ($0.value >= 0x7f && $0.value < 0xa0) }) else {
+            throw HTTPError.badRequest("\(field) must be 1-262 characters without control characters or '/'", field: field)
+        }
+        return text
+    }
+
     /// Returns `text` when valid, else throws 400 naming `field`.
     public static func validate(_ text: String, field: String) throws(HTTPError) -> String {
         guard isValid(text) else {
