@@ -116,23 +116,11 @@ enum PinsAPI {
         return try list.page(rows, kind: "pinned-conversations")
     }
 
-    struct LookupBody: Decodable {
-        let messageIds: [JSONValue]
-    }
-
     /// Per viewer, for a message list: pin, save and thread subscription of each id the user can
     /// see; unknown, deleted and inaccessible ids are left out.
     static func lookup(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
-        let body = try context.request.decodeJSON(LookupBody.self)
-        guard body.messageIds.count <= 1000 else { throw HTTPError.invalidLimit(field: "messageIds", min: 0, max: 1000) }
-        var ids: [String] = []
-        for (index, value) in body.messageIds.enumerated() {
-            guard let id = value.stringValue, Identifier.isValid(id) else {
-                throw HTTPError.badRequest("messageIds[\(index)] must be a message id", field: "messageIds[\(index)]")
-            }
-            ids.append(id)
-        }
+        let ids = try SubscriptionsAPI.messageIDs(context)
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
                 SELECT jsonb_object_agg(m.id, jsonb_build_object(

@@ -36,8 +36,9 @@ enum SubscriptionsAPI {
         let messageIds: [JSONValue]
     }
 
-    static func lookup(_ context: RequestContext) throws -> Response {
-        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+    /// The `messageIds` of a lookup's body: at most 1,000 (else `400 ERR_INVALID_LIMIT`), each a
+    /// message id (else 400 naming it).
+    static func messageIDs(_ context: RequestContext) throws -> [String] {
         let body = try context.request.decodeJSON(LookupBody.self)
         guard body.messageIds.count <= 1000 else { throw HTTPError.invalidLimit(field: "messageIds", min: 0, max: 1000) }
         var ids: [String] = []
@@ -47,6 +48,12 @@ enum SubscriptionsAPI {
             }
             ids.append(id)
         }
+        return ids
+    }
+
+    static func lookup(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let ids = try messageIDs(context)
         let states = try context.services.database.withConnection {
             try SubscriptionStore().lookup(app: context.app, uid: uid, messageIDs: ids, on: $0)
         }
