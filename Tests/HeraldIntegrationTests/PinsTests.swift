@@ -219,4 +219,24 @@ struct PinsTests {
     }
 
     func recipients(_ jobs: [[String: Any]]) -> Set<String> { Set(jobs.compactMap { $0["recipient"] as? String }) }
+
+    @Test("maintenance forgets removed pins and saves after the app's changeRetentionSeconds, and keeps the live ones")
+    func retention() throws {
+        let app = try chat()
+        try app.patch("/v1/settings/notifications", #"{"changeRetentionSeconds": 60}"#, client: client)
+        let refused = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                      body: Array(#"{"changeRetentionSeconds": 59}"#.utf8))
+        #expect(refused.status == 400 && refused.errorParams["field"] as? String == "changeRetentionSeconds")
+        let old = nowMilliseconds() - 120_000
+        try app.ingest([Self.pin("p1", "m1", by: "alice", at: old - 10), Self.pin("p2", "m1", by: "alice", at: old, pinned: false),
+                        Self.pin("p3", "m3", by: "bob", at: old), Self.save("s1", "m3", uid: "bob", at: old, saved: false),
+                        Self.pin("p4", "m2", by: "bob", at: nowMilliseconds(), pinned: false)], client: client)
+        try environment.server.maintenance.runOnce()
+        let left = try environment.connection().query("""
+            SELECT 'pin:' || message_id || ':' || pinned FROM message_pins WHERE app = $1
+            UNION ALL SELECT 'save:' || message_id FROM message_saves WHERE app = $1 ORDER BY 1
+            """, [app.id])
+        #expect(try left.map { try $0.decode(0, as: String.self) } == ["pin:m2:false", "pin:m3:true"],
+                "the old tombstones went; the live pin and the recent unpin stay")
+    }
 }

@@ -65,6 +65,30 @@ public final class Maintenance: Sendable {
                 if rows.affectedRows < 5000 { break }
             }
         }
+        removed += try purgeTombstones()
+        return removed
+    }
+
+    /// Removed pins and saves (SPEC §12) older than their app's `changeRetentionSeconds`, in
+    /// batches of 5,000. Until then an unpin or unsave outranks an older pin or save that arrives
+    /// late; after it, such a late event applies again.
+    func purgeTombstones() throws -> Int {
+        var removed = 0
+        for (table, flag) in [("message_pins", "pinned"), ("message_saves", "saved"), ("conversation_pins", "pinned")] {
+            while true {
+                let rows = try database.withConnection { connection in
+                    try connection.query("""
+                        DELETE FROM \(table) WHERE ctid IN (
+                            SELECT r.ctid FROM \(table) r LEFT JOIN app_settings s ON s.app = r.app
+                             WHERE NOT r.\(flag)
+                               AND r.at < herald_now_ms() - coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, $1) * 1000
+                             LIMIT 5000)
+                        """, [AppSettings.defaults.changeRetentionSeconds])
+                }
+                removed += rows.affectedRows
+                if rows.affectedRows < 5000 { break }
+            }
+        }
         return removed
     }
 }

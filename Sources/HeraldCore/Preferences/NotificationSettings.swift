@@ -33,6 +33,8 @@ public struct AppSettings: Sendable, Equatable {
     public var messageDeleted = Notice.notify
     /// Silent sync jobs for pins and saves (SPEC §12.3).
     public var syncJobs = true
+    /// How long removed pins and saves (their tombstones) are kept (SPEC §14's retention).
+    public var changeRetentionSeconds = 604_800
     /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
     public var corsOrigins: [String] = []
     /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
@@ -70,6 +72,7 @@ public struct AppSettings: Sendable, Equatable {
         root["messageEdited"] = .string(messageEdited.rawValue)
         root["messageDeleted"] = .string(messageDeleted.rawValue)
         root["syncJobs"] = .bool(syncJobs)
+        root["changeRetentionSeconds"] = .int(changeRetentionSeconds)
         root["corsOrigins"] = .array(corsOrigins.map(JSONValue.string))
         root["userRateLimit"] = userRateLimit.json
         root["delivery"] = delivery.json
@@ -113,6 +116,12 @@ public struct AppSettings: Sendable, Equatable {
                                     params: ["field": .string(key), "min": 1, "max": 1_000_000])
                 }
                 next.largeGroupThreshold = threshold
+            case "changeRetentionSeconds":
+                guard case .int(let seconds) = value, (60...31_536_000).contains(seconds) else {
+                    throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "changeRetentionSeconds must be 60 to 31536000",
+                                    params: ["field": .string(key), "min": 60, "max": 31_536_000])
+                }
+                next.changeRetentionSeconds = seconds
             case "maxEventAgeSeconds":
                 guard case .int(let seconds) = value, (0...31_536_000).contains(seconds) else {
                     throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "maxEventAgeSeconds must be 0 (off) to 31536000",
