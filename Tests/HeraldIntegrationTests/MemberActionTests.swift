@@ -63,7 +63,6 @@ struct MemberActionTests {
         #expect(recipients(jobs) == ["bob"], "carol muted the group, dave has DND, the others left it at DONT_SUBSCRIBE")
         #expect(body(jobs.first) == "alice removed eve")
         #expect(jobs.count == 1, "memberLeft stays DONT_SUBSCRIBE for everyone")
-        #expect(try client.get("/v1/users/dave/messages/x/routing", token: app.serverKey).status == 404, "member actions are not explained")
     }
 
     @Test("superseded evidence notifies nobody: a removal after a join that arrives first; order of arrival does not matter")

@@ -250,10 +250,12 @@ struct FactWriter {
                                                UNION SELECT m.id FROM messages m WHERE m.app = $1 AND m.parent_id = ANY ($2::text[])))
                 """, [app, deletions.values.map(\.id)])
         }
+        // The app's settings, read once for all the job producers below, by the first that needs them.
+        let appSettings = BatchSettings(app: app, on: connection)
         // Recipients who had already been pushed one of those messages get a retraction (SPEC §11.4).
         let retracted = try Retractions.make(app: app, deletions: deletions.compactMap { key, message in
             deletionEvents[key].map { Retractions.Deletion(event: $0, message: message) }
-        }, on: connection)
+        }, appSettings: appSettings, on: connection)
         if !groupDeletions.isEmpty {
             try connection.query("""
                 UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
@@ -273,7 +275,7 @@ struct FactWriter {
         // Jobs, after subscriptions and unread counts include this batch.
         var produced = try retracted + Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
             createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
-        }, on: connection)
+        }, appSettings: appSettings, on: connection)
         // Triggers of this batch that subscribe their users from a time before messages that were
         // routed already: those messages are routed again for them (SPEC §4).
         var triggers = rehomeTriggers
@@ -283,19 +285,20 @@ struct FactWriter {
             if let author = m.parentSender, m.parentID != nil { triggers.append((author, m.threadID, m.sentAt)) }
         }
         for m in edits { for uid in m.mentions ?? [] { triggers.append((uid, m.threadID, m.editedAt)) } }
-        produced += try Fanout(app: app).catchUp(triggers, excluding: fresh.map(\.id), on: connection)
+        produced += try Fanout(app: app).catchUp(triggers, excluding: fresh.map(\.id), appSettings: appSettings, on: connection)
         let freshEdits = zip(editEvents, edits).filter { _, edit in
             freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
         }.map { (event: $0.0, edit: $0.1) }
-        produced += try Fanout(app: app, jobsMayExist: jobsMayExist).runEdits(freshEdits, on: connection)
+        produced += try Fanout(app: app, jobsMayExist: jobsMayExist).runEdits(freshEdits, appSettings: appSettings, on: connection)
         // Recipients already pushed an edited message get its new body (SPEC §11.4), after the
         // edits' mention jobs, which take their place for the newly mentioned.
-        produced += try Updates.make(app: app, edits: freshEdits, on: connection)
+        produced += try Updates.make(app: app, edits: freshEdits, appSettings: appSettings, on: connection)
         // Pins and saves (SPEC §12.1), after this batch's messages are stored (a system pin in a
         // one-on-one conversation takes the message's).
-        if !pins.isEmpty { produced += try SyncJobs.make(app: app, try PinStore.apply(app: app, pins, on: connection), on: connection) }
+        if !pins.isEmpty { produced += try SyncJobs.make(app: app, try PinStore.apply(app: app, pins, on: connection), appSettings: appSettings,
+                                                      on: connection) }
         // Reactions (SPEC §11.2), after this batch's messages and deletions are stored.
-        produced += try ReactionJobs.apply(app: app, reactions, on: connection)
+        produced += try ReactionJobs.apply(app: app, reactions, appSettings: appSettings, on: connection)
         // Member actions (SPEC §11.3): the events that changed membership, and every notice.
         var actions = memberNotices
         if !memberEvents.isEmpty {
@@ -308,7 +311,7 @@ struct FactWriter {
             }
             actions = MemberActionJobs.changing(memberEvents, before: membersBefore, after: membersAfter, sentBy: sentBy) + actions
         }
-        return try produced + MemberActionJobs.make(app: app, actions, on: connection)
+        return try produced + MemberActionJobs.make(app: app, actions, appSettings: appSettings, on: connection)
     }
 
     /// Stores message.created facts; returns the messages whose creation was new.

@@ -8,7 +8,7 @@ extension Fanout {
     /// time, whatever the order of delivery or the batching (SPEC §4). A job is added only where
     /// the subscription is what changes the decision. Delivered in order, the window after each
     /// trigger is empty, and this costs one index probe per trigger.
-    func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String],
+    func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String], appSettings: BatchSettings,
                  on connection: PostgresConnection) throws -> Int {
         guard !triggers.isEmpty else { return 0 }
         let rows = try connection.query("""
@@ -48,7 +48,7 @@ extension Fanout {
                                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = k.uid), false) END
             """, [app, triggers.map(\.uid), triggers.map(\.thread), triggers.map(\.at), fresh])
         guard !rows.isEmpty else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
         var jobs: [JobRow] = []
         var upgrades: [(id: Int64, reason: Routing.Reason)] = []

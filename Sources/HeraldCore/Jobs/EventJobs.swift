@@ -4,6 +4,26 @@ import Postgres
 /// (`MemberActionJobs`) share: preferences worked out once per distinct stored document, the
 /// large-group test and fan-out tasks (SPEC §8.3), badges, and the insert of jobs that are not a
 /// message's own notification.
+/// An app's settings for one batch: read at most once, when a job producer first needs them
+/// (a batch of messages, edits, reactions and member events asks several producers).
+final class BatchSettings {
+    let app: String
+    let connection: PostgresConnection
+    private var loaded: AppSettings?
+
+    init(app: String, on connection: PostgresConnection) {
+        self.app = app
+        self.connection = connection
+    }
+
+    func get() throws -> AppSettings {
+        if let loaded { return loaded }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        loaded = settings
+        return settings
+    }
+}
+
 enum EventJobs {
     /// Effective preferences and local times, worked out once per distinct stored document (most
     /// often none) rather than per recipient.
@@ -95,29 +115,38 @@ enum EventJobs {
         return badges
     }
 
-    /// A job of a reaction or a member action: its event is named on the row.
+    /// A job that is not a message's own notification (a reaction's, a member action's, a
+    /// sync job): its event is named on the row.
     struct Row {
         let event: IncomingEvent
         let messageID: String?
         let subjectID: String?
         let recipient: String
         let kind: String
-        let reason: Routing.Reason
-        let privacy: Bool
+        let reason: String
+        var privacy = false
+        /// The device that acted, left out of the job's devices.
+        var excludeDevice: String?
+        /// A sync job's state: the pin's or save's time (0: removed) and who pinned.
+        var syncAt: Int64?
+        var syncBy: String?
     }
 
-    /// Inserts `rows` with their badges; an (event, recipient) pair that has a job already (a
-    /// chunk redone after a crash) is left alone. Returns the count inserted.
-    static func insert(app: String, _ rows: [Row], on connection: PostgresConnection) throws -> Int {
+    /// Inserts `rows`, with their badges unless `badges` is false (a silent job shows none); an
+    /// (event, recipient) pair that has a job already (a chunk redone after a crash) is left alone.
+    /// Returns the count inserted.
+    static func insert(app: String, _ rows: [Row], badges withBadges: Bool = true, on connection: PostgresConnection) throws -> Int {
         guard !rows.isEmpty else { return 0 }
-        let badges = try badges(app: app, recipients: rows.map(\.recipient), on: connection)
+        let badges = withBadges ? try badges(app: app, recipients: rows.map(\.recipient), on: connection) : [:]
         return try connection.query("""
-            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge)
+            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge,
+                              exclude_device, sync_at, sync_by)
             SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                       $9::text[], $10::boolean[], $11::int[]) AS x
+                                       $9::text[], $10::boolean[], $11::int[], $12::text[], $13::bigint[], $14::text[]) AS x
             ON CONFLICT DO NOTHING
             """, [app, rows.map(\.messageID), rows.map(\.subjectID), rows.map(\.recipient), rows.map(\.event.source),
-                  rows.map(\.event.id), rows.map(\.event.type), rows.map(\.kind), rows.map(\.reason.rawValue),
-                  rows.map(\.privacy), rows.map { badges[$0.recipient] ?? 0 }]).affectedRows
+                  rows.map(\.event.id), rows.map(\.event.type), rows.map(\.kind), rows.map(\.reason),
+                  rows.map(\.privacy), rows.map { badges[$0.recipient] ?? 0 }, rows.map(\.excludeDevice), rows.map(\.syncAt),
+                  rows.map(\.syncBy)]).affectedRows
     }
 }

@@ -31,9 +31,10 @@ struct Fanout {
 
     /// message.edited notifies only the users it newly mentions (SPEC §8.1): reason mention, kind
     /// as the message's, judged now for the edit's event.
-    func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], on connection: PostgresConnection) throws -> Int {
+    func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], appSettings: BatchSettings,
+                  on connection: PostgresConnection) throws -> Int {
         guard edits.contains(where: { !($0.edit.mentions ?? []).isEmpty }) else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
         let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty && !settings.isStale(eventTime: $0.edit.editedAt, now: now) }
         guard !withMentions.isEmpty else { return 0 }
@@ -90,9 +91,9 @@ struct Fanout {
 
     /// Jobs of newly created messages: in this transaction for groups up to the app's
     /// `largeGroupThreshold`; above it, a fan-out task for the background workers.
-    func run(_ created: [Created], on connection: PostgresConnection) throws -> Int {
+    func run(_ created: [Created], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !created.isEmpty else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let settings = try appSettings.get()
         // A replayed backlog changes state but wakes nobody: stale messages get no job and no task.
         let now = currentTimeMilliseconds()
         let created = created.filter { !settings.isStale(eventTime: $0.message.sentAt, now: now) }

@@ -65,9 +65,9 @@ enum MemberActionJobs {
 
     /// Records what the notifying `items` say and makes their jobs (unless stale); returns how
     /// many were made.
-    static func make(app: String, _ items: [Item], on connection: PostgresConnection) throws -> Int {
+    static func make(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !items.isEmpty else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
         let due = items.filter { !settings.isStale(eventTime: $0.change.at, now: now) }
         guard !due.isEmpty else { return 0 }
@@ -137,7 +137,7 @@ enum MemberActionJobs {
             input.preference = preferences.memberActions[action] ?? .dontSubscribe
             guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
             jobs.append(EventJobs.Row(event: event, messageID: nil, subjectID: nil, recipient: uid, kind: "memberAction",
-                                      reason: reason, privacy: Fanout.privacy(settings: settings, preferences: preferences)))
+                                      reason: reason.rawValue, privacy: Fanout.privacy(settings: settings, preferences: preferences)))
         }
         return (last, try EventJobs.insert(app: app, jobs, on: connection))
     }

@@ -17,7 +17,7 @@ enum ReactionJobs {
     }
 
     /// Stores the batch's reaction events and makes their jobs; returns how many were made.
-    static func apply(app: String, _ items: [Item], on connection: PostgresConnection) throws -> Int {
+    static func apply(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !items.isEmpty else { return 0 }
         // One row per reaction id (keys compare as bytes): the batch's first reaction.added, its
         // earliest reaction.removed.
@@ -80,7 +80,8 @@ enum ReactionJobs {
             }
             if try row.decode("removed_fresh", as: Bool.self), let item = entry.removed { removed.append(item) }
         }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
+        guard !added.isEmpty || !removed.isEmpty else { return 0 }
+        let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
         var produced = try retract(app: app, removed, settings: settings, now: now, on: connection)
         // A replayed backlog wakes nobody (SPEC §11.5).
@@ -203,7 +204,7 @@ enum ReactionJobs {
                                                            asOf: try row.decode("added_at"))
             guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
             jobs.append(EventJobs.Row(event: item.event, messageID: try row.decode("message_id", as: String.self), subjectID: item.reactionID,
-                                      recipient: uid, kind: "reaction", reason: reason,
+                                      recipient: uid, kind: "reaction", reason: reason.rawValue,
                                       privacy: Fanout.privacy(settings: settings, preferences: preferences)))
         }
         return (last, try EventJobs.insert(app: app, jobs, on: connection))

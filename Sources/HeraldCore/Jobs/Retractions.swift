@@ -19,8 +19,8 @@ enum Retractions {
 
     /// Makes the retract jobs of these deletions, after their unclaimed jobs were cancelled, in
     /// the caller's transaction. Returns how many were made.
-    static func make(app: String, deletions: [Deletion], on connection: PostgresConnection) throws -> Int {
-        let due = try dueNow(deletions, app: app, setting: \.messageDeleted, time: \.message.deletedAt, on: connection)
+    static func make(app: String, deletions: [Deletion], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+        let due = try dueNow(deletions, appSettings: appSettings, setting: \.messageDeleted, time: \.message.deletedAt)
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""
             INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)

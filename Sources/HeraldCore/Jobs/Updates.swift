@@ -10,9 +10,9 @@ import Postgres
 enum Updates {
     /// Makes the update jobs of these edits, after the edits' mention jobs, in the caller's
     /// transaction. Returns how many were made.
-    static func make(app: String, edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)],
+    static func make(app: String, edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], appSettings: BatchSettings,
                      on connection: PostgresConnection) throws -> Int {
-        let due = try dueNow(edits, app: app, setting: \.messageEdited, time: \.edit.editedAt, on: connection)
+        let due = try dueNow(edits, appSettings: appSettings, setting: \.messageEdited, time: \.edit.editedAt)
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""
             INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, privacy, badge, template_reason)
@@ -30,10 +30,10 @@ enum Updates {
 
 /// The events of `items` that make update or retract jobs now (SPEC §11.4): the app's
 /// `setting` is NOTIFY, and the event's own time is not stale (SPEC §11.5).
-func dueNow<T>(_ items: [T], app: String, setting: KeyPath<AppSettings, AppSettings.Notice>, time: (T) -> Int64,
-               on connection: PostgresConnection) throws -> [T] {
+func dueNow<T>(_ items: [T], appSettings: BatchSettings, setting: KeyPath<AppSettings, AppSettings.Notice>,
+               time: (T) -> Int64) throws -> [T] {
     guard !items.isEmpty else { return [] }
-    let settings = try PreferenceStore().settings(app: app, on: connection)
+    let settings = try appSettings.get()
     guard settings[keyPath: setting] == .notify else { return [] }
     let now = currentTimeMilliseconds()
     return items.filter { !settings.isStale(eventTime: time($0), now: now) }

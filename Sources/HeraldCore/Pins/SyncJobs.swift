@@ -9,9 +9,9 @@ import Postgres
 /// fan-out tasks in groups above `largeGroupThreshold`.
 enum SyncJobs {
     /// Makes the sync jobs of `changes` (in the ingest transaction); returns how many were made.
-    static func make(app: String, _ changes: [PinStore.Change], on connection: PostgresConnection) throws -> Int {
+    static func make(app: String, _ changes: [PinStore.Change], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !changes.isEmpty else { return 0 }
-        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let settings = try appSettings.get()
         guard settings.syncJobs else { return 0 }
         // A replayed backlog wakes no device (SPEC §11.5); a pin or save of a message Herald knows
         // to be deleted (or in a deleted thread or group) changes nothing anyone is shown.
@@ -131,18 +131,14 @@ enum SyncJobs {
         let recipient: String
     }
 
+    /// Silent: no badge.
     static func insert(app: String, _ rows: [Row], on connection: PostgresConnection) throws -> Int {
-        guard !rows.isEmpty else { return 0 }
-        return try connection.query("""
-            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason,
-                              exclude_device, sync_at, sync_by)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                       $9::text[], $10::text[], $11::bigint[], $12::text[]) AS x
-            ON CONFLICT DO NOTHING
-            """, [app, rows.map(\.change.messageID), rows.map(\.change.conversationID), rows.map(\.recipient),
-                  rows.map(\.change.event.source), rows.map(\.change.event.id), rows.map(\.change.event.type),
-                  rows.map { _ in "sync" }, rows.map(\.change.change), rows.map(\.change.deviceID),
-                  rows.map { $0.change.set ? $0.change.at : 0 }, rows.map { $0.change.set ? $0.change.by : nil }]).affectedRows
+        try EventJobs.insert(app: app, rows.map { row in
+            let change = row.change
+            return EventJobs.Row(event: change.event, messageID: change.messageID, subjectID: change.conversationID,
+                                 recipient: row.recipient, kind: "sync", reason: change.change, excludeDevice: change.deviceID,
+                                 syncAt: change.set ? change.at : 0, syncBy: change.set ? change.by : nil)
+        }, badges: false, on: connection)
     }
 }
 
