@@ -38,12 +38,14 @@ public final class HeraldServer: Sendable {
         let metrics = Metrics()
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
+        let changeWaiter = ChangeWaiter(database: database)
+        let notifications = NotificationListener(connectionString: databaseURL, changes: changeWaiter, jobs: jobWaiter, logger: logger)
         deliveryDatabase = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.deliveryPoolSize, acquireTimeoutSeconds: 30,
             applicationName: "herald-delivery"))
         let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
-                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, delivery: delivery, metrics: metrics,
+                                             migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, changeWaiter: changeWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),
                                              openAPI: openAPI, console: console))
         let service = self.service
@@ -52,10 +54,11 @@ public final class HeraldServer: Sendable {
             maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
             headerTimeoutSeconds: configuration.headerTimeoutSeconds, maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
-        // The workers first, then the listener; the long-poll waiter last, so that it is the
-        // first stopped: its claims are answered before the listener drains.
+        // The workers first, then the listener; the long-poll waiters last, so that they are the
+        // first stopped: their long polls are answered before the listener drains.
         components = [maintenance, fanout, service.services.inboxRefresher, delivery,
-                      Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds)), jobWaiter]
+                      Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds)), notifications,
+                      jobWaiter, changeWaiter]
         for (index, component) in components.enumerated() {
             do {
                 try component.start()
@@ -89,6 +92,8 @@ protocol Component: Sendable {
 
 extension FanoutWorker: Component {}
 extension JobWaiter: Component {}
+extension ChangeWaiter: Component {}
+extension NotificationListener: Component {}
 extension InboxRefresher: Component {}
 extension Maintenance: Component {}
 extension DeliveryLoop: Component {}

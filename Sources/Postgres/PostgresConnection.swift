@@ -87,6 +87,34 @@ public final class PostgresConnection: @unchecked Sendable {
         try connect()
     }
 
+    /// Waits at most `timeout` seconds for notifications on the channels this connection
+    /// LISTENs to, and returns those that came (none when the time ran out). Throws when the
+    /// connection is lost; a listener then connects again and LISTENs anew.
+    public func notifications(timeout: Double) throws -> [PostgresNotification] {
+        let handle = try liveHandle(sql: "LISTEN")
+        var received = Self.drainNotifications(handle)
+        guard received.isEmpty else { return received }
+        let socket = PQsocket(handle)
+        guard socket >= 0 else { throw connectionError(sql: "LISTEN") }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        let ready = poll(&descriptor, 1, Int32(max(0, min(timeout, 60)) * 1000))
+        if ready > 0 {
+            guard PQconsumeInput(handle) != 0, PQstatus(handle) == CONNECTION_OK else { throw connectionError(sql: "LISTEN") }
+            received = Self.drainNotifications(handle)
+        }
+        return received
+    }
+
+    private static func drainNotifications(_ handle: OpaquePointer) -> [PostgresNotification] {
+        var received: [PostgresNotification] = []
+        while let notify = PQnotifies(handle) {
+            received.append(PostgresNotification(channel: String(cString: notify.pointee.relname),
+                                                 payload: String(cString: notify.pointee.extra)))
+            PQfreemem(notify)
+        }
+        return received
+    }
+
     /// Runs one statement with `$n` parameters as a prepared statement (prepared once per
     /// connection, then reused), and returns its rows.
     @discardableResult
@@ -234,5 +262,16 @@ private func withCStrings<R>(_ strings: [String], _ body: (UnsafePointer<UnsafeP
         buffer.baseAddress!.withMemoryRebound(to: UnsafePointer<CChar>?.self, capacity: buffer.count) {
             body(UnsafePointer($0))
         }
+    }
+}
+
+/// A NOTIFY received on a LISTENing connection.
+public struct PostgresNotification: Sendable, Equatable {
+    public let channel: String
+    public let payload: String
+
+    public init(channel: String, payload: String) {
+        self.channel = channel
+        self.payload = payload
     }
 }

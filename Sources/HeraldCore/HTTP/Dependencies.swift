@@ -13,8 +13,10 @@ public struct Dependencies: Sendable {
     public let cursorKey: [UInt8]
     /// Produces large-group jobs in the background; ingest wakes it.
     public let fanout: FanoutWorker
-    /// Holds long-poll claims; ingest wakes it.
+    /// Holds long-poll claims; ingest and `NotificationListener` wake it.
     public let jobWaiter: JobWaiter
+    /// Holds long polls of the change feed; `NotificationListener` wakes it.
+    public let changeWaiter: ChangeWaiter
     /// Counters and histograms for `GET /metrics`.
     public let metrics: Metrics
     /// Built-in delivery (SPEC §13.3); ingest wakes it, the settings routes refresh it.
@@ -29,7 +31,7 @@ public struct Dependencies: Sendable {
     public let console: ConsoleFiles
 
     public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
-                jobWaiter: JobWaiter, delivery: DeliveryLoop, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument, console: ConsoleFiles) {
+                jobWaiter: JobWaiter, changeWaiter: ChangeWaiter, delivery: DeliveryLoop, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument, console: ConsoleFiles) {
         self.openAPI = openAPI
         self.console = console
         self.metrics = metrics
@@ -37,6 +39,7 @@ public struct Dependencies: Sendable {
         self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestMaxInFlight)
         self.fanout = fanout
         self.jobWaiter = jobWaiter
+        self.changeWaiter = changeWaiter
         self.delivery = delivery
         self.configuration = configuration
         self.database = database

@@ -30,6 +30,7 @@ public struct RequestPipeline: Sendable {
         RoutingAPI.register(in: &router)
         TokenKeysAPI.register(in: &router)
         DevicesAPI.register(in: &router)
+        ChangesAPI.register(in: &router)
         ConsoleAPI.register(in: &router)
         UserRoutes.mirror(in: &router)
         self.router = router

@@ -113,7 +113,8 @@ public final class FanoutWorker: Sendable {
                         let message = messageID.isEmpty ? nil : messageID
                         guard let change = try SyncJobs.stored(app: app, event: event, messageID: message, group: subjectID,
                                                                on: connection) else { (last, count) = (nil, 0); break }
-                        (last, count) = try SyncJobs.produce(app: app, [(change, subjectID)], after: after, limit: chunkSize, on: connection)
+                        (last, count) = try SyncJobs.produce(app: app, [(change, subjectID)], after: after, limit: chunkSize, settings: settings,
+                                                             on: connection)
                     }
                     try connection.query("""
                         UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,

@@ -126,7 +126,14 @@ enum JobQueue {
                   failures.map { String($0.error.prefix(2000)).replacing("\u{0}", with: "") }])
         var states: [Int64: String] = [:]
         for row in rows { states[try row.decode(0, as: Int64.self)] = try row.decode(1, as: String.self) }
+        if states.values.contains("ready") { try announce(app: app, on: connection) }
         return states
+    }
+
+    /// Tells the claims waiting on every instance that jobs of `app` are (or will be) ready
+    /// without an insert: a release, a retry, a requeue (NOTIFY, sent at commit).
+    static func announce(app: String, on connection: PostgresConnection) throws {
+        try connection.query("SELECT pg_notify('herald_jobs', $1)", [app])
     }
 
     /// Gives leased jobs back untouched, as if never claimed (a delivery that stopped before
@@ -134,10 +141,11 @@ enum JobQueue {
     /// claim's attempt undone.
     static func release(app: String, _ jobs: [(id: Int64, attempt: Int)], on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
-        try connection.query("""
+        let rows = try connection.query("""
             UPDATE jobs j SET state = 'ready', attempt = j.attempt - 1, lease_until = NULL, updated_at = herald_now_ms()
               FROM \(leased())
              WHERE \(leasedMatch)
             """, [app, jobs.map(\.id), jobs.map(\.attempt)])
+        if rows.affectedRows > 0 { try announce(app: app, on: connection) }
     }
 }

@@ -175,13 +175,15 @@ enum JobsAPI {
         var ids: [Int64] = []
         for (index, value) in values.enumerated() { ids.append(try jobID(value, field: "ids[\(index)]")) }
         let rows = try context.services.database.withConnection { connection in
-            try connection.query("""
+            let rows = try connection.query("""
                 UPDATE jobs SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
                                 updated_at = herald_now_ms(),
                                 -- a new id: a worker still holding the old one cannot ack or fail the new life
                                 id = nextval('jobs_id_seq')
                  WHERE app = $1 AND id = ANY ($2::bigint[]) AND state = 'dead'
                 """, [context.app, ids])
+            if rows.affectedRows > 0 { try JobQueue.announce(app: context.app, on: connection) }
+            return rows
         }
         context.services.metrics.add(.jobsRequeued, rows.affectedRows)
         return .json(Requeued(requeued: rows.affectedRows))

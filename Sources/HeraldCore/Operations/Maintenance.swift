@@ -66,6 +66,33 @@ public final class Maintenance: Sendable {
             }
         }
         removed += try purgeTombstones()
+        removed += try purgeChanges()
+        return removed
+    }
+
+    /// Change-feed entries (SPEC §14) older than their app's `changeRetentionSeconds`, app by
+    /// app in batches of 5,000 (the block range index on `at` finds them). A minute more than the
+    /// retention: a cursor is refused (410) from the retention on, so none can still reach them.
+    public func purgeChanges() throws -> Int {
+        var removed = 0
+        let apps = try database.withConnection { connection in
+            try connection.query("""
+                SELECT a.id, coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, $1) AS retention
+                  FROM apps a LEFT JOIN app_settings s ON s.app = a.id
+                """, [AppSettings.defaults.changeRetentionSeconds]).map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int64.self)) }
+        }
+        for (app, retention) in apps {
+            while true {
+                let rows = try database.withConnection { connection in
+                    try connection.query("""
+                        DELETE FROM changes WHERE ctid IN (
+                            SELECT ctid FROM changes WHERE at < herald_now_ms() - ($2::bigint + 60) * 1000 AND app = $1 LIMIT 5000)
+                        """, [app, retention])
+                }
+                removed += rows.affectedRows
+                if rows.affectedRows < 5000 { break }
+            }
+        }
         return removed
     }
 

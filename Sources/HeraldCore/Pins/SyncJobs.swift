@@ -8,17 +8,15 @@ import Postgres
 /// skip preferences and quiet rules, follow the app switch `syncJobs`, and go through the
 /// fan-out tasks in groups above `largeGroupThreshold`.
 enum SyncJobs {
-    /// Makes the sync jobs of `changes` (in the ingest transaction); returns how many were made.
+    /// Makes the sync jobs of `changes` and notes them in the readers' change feeds (SPEC §14),
+    /// in the ingest transaction; returns how many jobs were made.
     static func make(app: String, _ changes: [PinStore.Change], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !changes.isEmpty else { return 0 }
         let settings = try appSettings.get()
-        guard settings.syncJobs else { return 0 }
-        // A replayed backlog wakes no device (SPEC §11.5); a pin or save of a message Herald knows
-        // to be deleted (or in a deleted thread or group) changes nothing anyone is shown.
-        let now = currentTimeMilliseconds()
-        var changes = changes.filter { !settings.isStale(eventTime: $0.at, now: now) }
+        // A pin or save of a message Herald knows to be deleted (or in a deleted thread or group)
+        // changes nothing anyone is shown: no job, no feed entry.
         let gone = try deleted(app: app, changes, on: connection)
-        changes = changes.filter { change in
+        let changes = changes.filter { change in
             !(change.messageID.map { gone.messages.contains($0) } ?? false) && !(change.groupID.map { gone.groups.contains($0) } ?? false)
         }
         guard !changes.isEmpty else { return 0 }
@@ -49,12 +47,13 @@ enum SyncJobs {
             }
             for change in unresolved { rows += (change.messageID.flatMap { users[$0] } ?? []).map { Row(change: change, recipient: $0) } }
         }
-        var produced = try insert(app: app, rows, on: connection)
+        var produced = try insert(app: app, rows, settings: settings, on: connection)
         let large = try EventJobs.largeGroups(app: app, groups.map(\.group), threshold: settings.largeGroupThreshold, on: connection)
         try EventJobs.enqueue(app: app, groups.filter { large.contains($0.group) }.map {
             EventJobs.Task(event: $0.change.event, messageID: $0.change.messageID, subjectID: $0.group)
         }, on: connection)
-        produced += try produce(app: app, groups.filter { !large.contains($0.group) }, after: nil, limit: nil, on: connection).produced
+        produced += try produce(app: app, groups.filter { !large.contains($0.group) }, after: nil, limit: nil, settings: settings,
+                                on: connection).produced
         return produced
     }
 
@@ -81,7 +80,7 @@ enum SyncJobs {
     /// The jobs of changes in groups, for the group's current members — all of them, or for one
     /// change the next `limit` members after the uid `after` (a fan-out chunk).
     static func produce(app: String, _ items: [(change: PinStore.Change, group: String)], after: String?, limit: Int?,
-                        on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
+                        settings: AppSettings, on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !items.isEmpty else { return (nil, 0) }
         var rows: [Row] = []
         var last: String?
@@ -96,7 +95,7 @@ enum SyncJobs {
             last = EventJobs.later(uid, than: last)
             rows.append(Row(change: items[try row.decode("n", as: Int.self) - 1].change, recipient: uid))
         }
-        return (last, try insert(app: app, rows, on: connection))
+        return (last, try insert(app: app, rows, settings: settings, on: connection))
     }
 
     /// The change a large group's task fans out, read back from the state its event left; nil when
@@ -131,9 +130,21 @@ enum SyncJobs {
         let recipient: String
     }
 
-    /// Silent: no badge.
-    static func insert(app: String, _ rows: [Row], on connection: PostgresConnection) throws -> Int {
-        try EventJobs.insert(app: app, rows.map { row in
+    /// Notes every row's change in its recipient's feed, and makes the jobs: silent (no badge),
+    /// only with the app switch `syncJobs` on, and not for a replayed backlog (SPEC §11.5: it wakes
+    /// no device; the feed still has the change).
+    static func insert(app: String, _ rows: [Row], settings: AppSettings, on connection: PostgresConnection) throws -> Int {
+        try ChangeFeed.note(app: app, rows.map { row in
+            switch row.change.subject {
+            case .messagePin(let id, _): ChangeFeed.Note(uid: row.recipient, kind: "messagePin", subject: id)
+            case .save(let id, _): ChangeFeed.Note(uid: row.recipient, kind: "save", subject: id)
+            case .conversationPin(let owner, let conversation):
+                ChangeFeed.Note(uid: row.recipient, kind: "conversationPin", subject: conversation.id, actor: owner)
+            }
+        }, on: connection)
+        guard settings.syncJobs else { return 0 }
+        let now = currentTimeMilliseconds()
+        return try EventJobs.insert(app: app, rows.filter { !settings.isStale(eventTime: $0.change.at, now: now) }.map { row in
             let change = row.change
             return EventJobs.Row(event: change.event, messageID: change.messageID, subjectID: change.conversationID,
                                  recipient: row.recipient, kind: "sync", reason: change.change, excludeDevice: change.deviceID,
