@@ -48,7 +48,6 @@ CREATE INDEX changes_pending_by_xid ON changes_pending (xid);
 -- the triggers (whose DDL locks their tables) are created once.
 CREATE FUNCTION herald_note_subscription() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE FUNCTION herald_note_user_change() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
-CREATE FUNCTION herald_note_device() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE FUNCTION herald_commit_changes() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE FUNCTION herald_notify_jobs() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 
@@ -68,12 +67,12 @@ CREATE TRIGGER user_mutes_feed AFTER INSERT OR UPDATE OR DELETE ON user_mutes
     FOR EACH ROW EXECUTE FUNCTION herald_note_user_change('mutes');
 
 CREATE TRIGGER devices_feed_insert_delete AFTER INSERT OR DELETE ON devices
-    FOR EACH ROW EXECUTE FUNCTION herald_note_device();
+    FOR EACH ROW EXECUTE FUNCTION herald_note_user_change('device', 'id');
 CREATE TRIGGER devices_feed_update AFTER UPDATE ON devices
     FOR EACH ROW
     WHEN ((OLD.uid, OLD.id, OLD.platform, OLD.token, OLD.topic, OLD.sandbox)
           IS DISTINCT FROM (NEW.uid, NEW.id, NEW.platform, NEW.token, NEW.topic, NEW.sandbox))
-    EXECUTE FUNCTION herald_note_device();
+    EXECUTE FUNCTION herald_note_user_change('device', 'id');
 
 CREATE CONSTRAINT TRIGGER changes_pending_commit AFTER INSERT ON changes_pending
     DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION herald_commit_changes();

@@ -32,28 +32,24 @@ BEGIN
 END
 $$;
 
+-- A change of one of the user's own rows: TG_ARGV[0] is the kind ('preferences', 'mutes',
+-- 'device'), TG_ARGV[1] the column naming the subject, if any ('id': the device). A row that moves
+-- to another user or subject (a device's token registered under another user) is a change of both.
 CREATE OR REPLACE FUNCTION herald_note_user_change() RETURNS trigger
     LANGUAGE plpgsql AS $$
-BEGIN
-    -- TG_ARGV[0]: the kind ('preferences' or 'mutes')
-    IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        INSERT INTO changes_pending (app, uid, kind) VALUES (OLD.app, OLD.uid, TG_ARGV[0]);
-    END IF;
-    IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND (OLD.app, OLD.uid) IS DISTINCT FROM (NEW.app, NEW.uid)) THEN
-        INSERT INTO changes_pending (app, uid, kind) VALUES (NEW.app, NEW.uid, TG_ARGV[0]);
-    END IF;
-    RETURN NULL;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION herald_note_device() RETURNS trigger
-    LANGUAGE plpgsql AS $$
+DECLARE
+    old_subject text;
+    new_subject text;
 BEGIN
     IF TG_OP IN ('UPDATE', 'DELETE') THEN
-        INSERT INTO changes_pending (app, uid, kind, subject) VALUES (OLD.app, OLD.uid, 'device', OLD.id);
+        old_subject := CASE WHEN TG_NARGS > 1 THEN to_jsonb(OLD) ->> TG_ARGV[1] END;
+        INSERT INTO changes_pending (app, uid, kind, subject) VALUES (OLD.app, OLD.uid, TG_ARGV[0], old_subject);
     END IF;
-    IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND (OLD.uid, OLD.id) IS DISTINCT FROM (NEW.uid, NEW.id)) THEN
-        INSERT INTO changes_pending (app, uid, kind, subject) VALUES (NEW.app, NEW.uid, 'device', NEW.id);
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        new_subject := CASE WHEN TG_NARGS > 1 THEN to_jsonb(NEW) ->> TG_ARGV[1] END;
+        IF TG_OP = 'INSERT' OR (OLD.app, OLD.uid, old_subject) IS DISTINCT FROM (NEW.app, NEW.uid, new_subject) THEN
+            INSERT INTO changes_pending (app, uid, kind, subject) VALUES (NEW.app, NEW.uid, TG_ARGV[0], new_subject);
+        END IF;
     END IF;
     RETURN NULL;
 END
