@@ -53,19 +53,19 @@ struct ChangeFeed: Sendable {
     /// The page after `position`: one range scan of `changes_feed`.
     func page(after position: Position, limit: Int, on connection: PostgresConnection) throws -> FeedPage {
         let rows = try connection.query("""
-            SELECT c.seq, c.at, CASE c.kind
-                WHEN 'subscription' THEN json_build_object('type', c.kind, 'parentMessageId', c.subject, 'subscribed', c.flag,
+            SELECT c.seq, c.at, (CASE c.kind
+                WHEN 'subscription' THEN jsonb_build_object('type', c.kind, 'parentMessageId', c.subject, 'subscribed', c.flag,
                                                            'source', c.source, 'reason', c.reason, 'since', c.time, 'at', c.at)
-                WHEN 'read' THEN json_build_object('type', c.kind, 'parentMessageId', c.subject, 'readUpTo', c.read_up_to,
+                WHEN 'read' THEN jsonb_build_object('type', c.kind, 'parentMessageId', c.subject, 'readUpTo', c.read_up_to,
                                                    'unreadReplyCount', c.unread_replies, 'unreadMentionCount', c.unread_mentions,
                                                    'at', c.at)
-                WHEN 'messagePin' THEN json_build_object('type', c.kind, 'messageId', c.subject, 'conversationId', c.conversation_id,
+                WHEN 'messagePin' THEN jsonb_build_object('type', c.kind, 'messageId', c.subject, 'conversationId', c.conversation_id,
                                                          'pinnedAt', c.time, 'pinnedBy', c.actor, 'at', c.at)
-                WHEN 'save' THEN json_build_object('type', c.kind, 'messageId', c.subject, 'savedAt', c.time, 'at', c.at)
-                WHEN 'conversationPin' THEN json_build_object('type', c.kind, 'conversationId', c.subject, 'pinnedAt', c.time,
+                WHEN 'save' THEN jsonb_build_object('type', c.kind, 'messageId', c.subject, 'savedAt', c.time, 'at', c.at)
+                WHEN 'conversationPin' THEN jsonb_build_object('type', c.kind, 'conversationId', c.subject, 'pinnedAt', c.time,
                                                               'pinnedBy', c.actor, 'at', c.at)
-                WHEN 'device' THEN json_build_object('type', c.kind, 'deviceId', c.subject, 'removed', c.flag, 'at', c.at)
-                ELSE json_build_object('type', c.kind, 'at', c.at) END::text
+                WHEN 'device' THEN jsonb_build_object('type', c.kind, 'deviceId', c.subject, 'removed', c.flag, 'at', c.at)
+                ELSE jsonb_build_object('type', c.kind, 'at', c.at) END)::text
               FROM changes c
              WHERE c.app = $1 AND c.uid = $2 AND c.seq > $3
              ORDER BY c.seq
