@@ -1,5 +1,5 @@
 # Herald: the two commands are `make run` and `make test`.
-.PHONY: run test bench build release deps clean
+.PHONY: run test bench fleet-test build release deps clean
 
 run:      ## build in release mode and serve on 127.0.0.1:8080 with a local database
 	@bash scripts/run.sh
@@ -9,6 +9,9 @@ test:     ## start a throwaway PostgreSQL and run every test
 
 bench:    ## build in release mode and measure Herald (BENCH_ARGS="--quick" for a short run)
 	@bash scripts/bench.sh $(BENCH_ARGS)
+
+fleet-test: ## three instances on one database under four faults (SIGKILL, fan-out, failover, PgBouncer); ~4 min
+	@bash scripts/fleet-test.sh
 
 build: deps
 	swift build

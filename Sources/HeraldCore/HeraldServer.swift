@@ -25,9 +25,10 @@ public final class HeraldServer: Sendable {
         let migrator = try Migrator(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
         let openAPI = try OpenAPIDocument.load(configured: configuration.openAPIFile)
         let console = try ConsoleFiles.load(configured: configuration.consoleDirectory)
+        let prepare = configuration.databasePoolMode == .session
         database = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.databasePoolSize,
-            acquireTimeoutSeconds: Double(configuration.databaseAcquireTimeoutMs) / 1000))
+            acquireTimeoutSeconds: Double(configuration.databaseAcquireTimeoutMs) / 1000, prepareStatements: prepare))
         let applied = try database.withConnection { try migrator.migrate($0) }
         for migration in applied {
             logger.info("migration applied", ["version": .int(migration.version), "name": .string(migration.name)])
@@ -39,10 +40,16 @@ public final class HeraldServer: Sendable {
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
         let jobWaiter = JobWaiter(database: database, metrics: metrics)
         let changeWaiter = ChangeWaiter(database: database)
-        let notifications = NotificationListener(connectionString: databaseURL, changes: changeWaiter, jobs: jobWaiter, logger: logger)
+        // LISTEN needs a session of its own: behind a transaction pooler, only a URL that
+        // bypasses it (without one the waiters look every 250 ms, as when the listener is down).
+        let listenURL = configuration.listenDatabaseURL ?? (configuration.databasePoolMode == .session ? databaseURL : nil)
+        if listenURL == nil {
+            logger.warn("HERALD_DB_POOL_MODE is transaction and HERALD_LISTEN_DATABASE_URL is not set: long polls look every 250 ms instead of listening")
+        }
+        let notifications = NotificationListener(connectionString: listenURL, changes: changeWaiter, jobs: jobWaiter, logger: logger)
         deliveryDatabase = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.deliveryPoolSize, acquireTimeoutSeconds: 30,
-            applicationName: "herald-delivery"))
+            applicationName: "herald-delivery", prepareStatements: prepare))
         let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, changeWaiter: changeWaiter, delivery: delivery, metrics: metrics,

@@ -14,12 +14,20 @@ public final class PostgresConnection: @unchecked Sendable {
     private let connectionString: String
     private let applicationName: String
     private var preparedNames: [String: String] = [:]
+    /// False behind a pooler in transaction mode (PgBouncer before 1.21): a statement prepared on
+    /// one server connection is not there on the next, so `query` sends each statement unnamed.
+    private let prepareStatements: Bool
+    /// Set when the server answered that it cannot write (`25006`: a standby, or a primary that
+    /// was demoted): the next `ensureAlive` connects again, and libpq's
+    /// `target_session_attrs=read-write` then finds the primary.
+    private var mustReconnect = false
 
     /// Opens a connection. `connectionString` is a libpq URL (`postgresql://…`) or a conninfo
     /// string (`host=… dbname=…`).
-    public init(connectionString: String, applicationName: String = "herald") throws {
+    public init(connectionString: String, applicationName: String = "herald", prepareStatements: Bool = true) throws {
         self.connectionString = connectionString
         self.applicationName = applicationName
+        self.prepareStatements = prepareStatements
         try connect()
     }
 
@@ -44,6 +52,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// application name, UTF-8.
     public func connect() throws {
         close()
+        mustReconnect = false
         // Keywords before `dbname` are defaults: the expanded connection string overrides them.
         let keywords = ["connect_timeout", "application_name", "client_encoding", "dbname"]
         let values = ["5", applicationName, "UTF8", connectionString]
@@ -69,6 +78,10 @@ public final class PostgresConnection: @unchecked Sendable {
     /// while it sat idle (restart, failover) has data or EOF waiting on its socket; reading that
     /// lets libpq notice, and the connection is then replaced. Costs one `poll` with no wait.
     public func ensureAlive() throws {
+        if mustReconnect {
+            try connect()
+            return
+        }
         if let handle, PQstatus(handle) == CONNECTION_OK {
             let socket = PQsocket(handle)
             if socket >= 0 {
@@ -120,6 +133,7 @@ public final class PostgresConnection: @unchecked Sendable {
     @discardableResult
     public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresRows {
         let handle = try liveHandle(sql: sql)
+        guard prepareStatements else { return try queryOnce(sql, parameters) }
         let name: String
         if let existing = preparedNames[sql] {
             name = existing
@@ -225,6 +239,7 @@ public final class PostgresConnection: @unchecked Sendable {
                 close()
                 throw PostgresError(code: .connectionFailure, sqlState: sqlState, message: message, sql: sql)
             }
+            if sqlState == PostgresError.readOnlyState { mustReconnect = true }
             throw PostgresError(code: .server, sqlState: sqlState, message: message,
                                 detail: field(UInt8(ascii: "D")), constraint: field(UInt8(ascii: "n")), sql: sql)
         }

@@ -54,9 +54,15 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public var isUnavailable: Bool {
         if code == .connectionFailure || code == .poolClosed { return true }
         guard let state = sqlState else { return false }
-        // Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot connect now.
+        // Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot
+        // connect now; 25006: the server cannot write (a standby, or a primary being demoted).
         return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
+            || state == Self.readOnlyState
     }
+
+    /// `read_only_sql_transaction`: the connection reached a server that cannot write. The
+    /// connection is replaced before its next use (`PostgresConnection.ensureAlive`).
+    static let readOnlyState = "25006"
 
     /// True when running the same transaction again may succeed: a deadlock (`40P01`) or a
     /// serialization failure (`40001`).

@@ -18,14 +18,17 @@ public final class PostgresPool: Sendable {
         public var acquireTimeoutSeconds: Double
         /// `application_name` unless the connection string sets it.
         public var applicationName: String
+        /// False behind a pooler in transaction mode: statements are then sent unnamed.
+        public var prepareStatements: Bool
 
         /// The pool's settings; the connection string is libpq's (URL or conninfo).
         public init(connectionString: String, size: Int = 16, acquireTimeoutSeconds: Double = 5,
-                    applicationName: String = "herald") {
+                    applicationName: String = "herald", prepareStatements: Bool = true) {
             self.connectionString = connectionString
             self.size = max(1, size)
             self.acquireTimeoutSeconds = acquireTimeoutSeconds
             self.applicationName = applicationName
+            self.prepareStatements = prepareStatements
         }
     }
 
@@ -97,7 +100,8 @@ public final class PostgresPool: Sendable {
                 return connection
             }
             return try PostgresConnection(connectionString: configuration.connectionString,
-                                          applicationName: configuration.applicationName)
+                                          applicationName: configuration.applicationName,
+                                          prepareStatements: configuration.prepareStatements)
         } catch {
             // The slot is free again; a broken connection object is kept so that it reconnects next time.
             if let connection = taken.0 { state.withLock { $0.idle.append(connection) } }

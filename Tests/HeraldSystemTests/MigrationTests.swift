@@ -72,6 +72,37 @@ struct MigrationTests {
         }
     }
 
+    @Test("no sequence is unlogged: a promoted standby reads an unlogged sequence as zeros (every ingest failed after a failover)")
+    func noUnloggedSequences() throws {
+        try withFreshDatabase { url in
+            let connection = try PostgresConnection(connectionString: url)
+            try Migrator(migrations: try migrations()).migrate(connection)
+            let unlogged = try connection.query("SELECT relname FROM pg_class WHERE relkind = 'S' AND relpersistence = 'u'")
+            #expect(try unlogged.map { try $0.decode(0, as: String.self) } == [])
+        }
+    }
+
+    @Test("the migration lock is a transaction lock: nothing is held between steps or after the run")
+    func transactionLock() throws {
+        try withFreshDatabase { url in
+            let connection = try PostgresConnection(connectionString: url)
+            try Migrator(migrations: try migrations()).migrate(connection)
+            // A session lock would outlive its transaction; behind a transaction pooler its
+            // unlock could run on another server connection and leave it held for good.
+            let held = try connection.query("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()")
+            #expect(try held[0].decode(0, as: Int.self) == 0)
+            // While another transaction holds the lock, a runner waits instead of applying.
+            let holder = try PostgresConnection(connectionString: url)
+            try holder.query("BEGIN")
+            try holder.query("SELECT pg_advisory_xact_lock($1)", [Int64(0x4845_5241_4C44)])
+            let waiting = try PostgresConnection(connectionString: url)
+            try waiting.query("SET lock_timeout = '200ms'")
+            #expect(throws: PostgresError.self) { try Migrator(migrations: try migrations()).migrate(waiting) }
+            try holder.query("ROLLBACK")
+            #expect(try Migrator(migrations: try migrations()).migrate(waiting).isEmpty)
+        }
+    }
+
     @Test("a migration file edited after it was applied is refused")
     func checksum() throws {
         try withFreshDatabase { url in

@@ -55,7 +55,7 @@ struct ConfigurationTests {
         ("HERALD_LISTEN", "8080"), ("HERALD_LISTEN", "host:99999"), ("HERALD_LISTEN", ":80"), ("HERALD_LISTEN", "::1:80"),
         ("HERALD_THREADS", "0"), ("HERALD_THREADS", "many"), ("HERALD_MAX_BODY_BYTES", "-1"),
         ("HERALD_LOG_LEVEL", "loud"), ("HERALD_ADMIN_TOKEN", "short"), ("HERALD_DEDUPE_RETENTION_DAYS", "3"),
-        ("HERALD_INGEST_MAX_IN_FLIGHT", "0"),
+        ("HERALD_INGEST_MAX_IN_FLIGHT", "0"), ("HERALD_DB_POOL_MODE", "statement"),
     ])
     func malformed(variable: String, value: String) {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }
@@ -70,5 +70,15 @@ struct ConfigurationTests {
     func poolSize() throws {
         let configuration = try Configuration(environment: ["HERALD_THREADS": "4", "HERALD_DB_POOL_SIZE": "12"])
         #expect(configuration.databasePoolSize == 12)
+    }
+
+    @Test("behind a transaction pooler: the mode and the listener's own URL")
+    func poolMode() throws {
+        #expect(try Configuration(environment: [:]).databasePoolMode == .session)
+        #expect(try Configuration(environment: [:]).listenDatabaseURL == nil)
+        let configuration = try Configuration(environment: ["HERALD_DB_POOL_MODE": "Transaction",
+                                                            "HERALD_LISTEN_DATABASE_URL": "host=/run/pg dbname=herald"])
+        #expect(configuration.databasePoolMode == .transaction)
+        #expect(configuration.listenDatabaseURL == "host=/run/pg dbname=herald")
     }
 }

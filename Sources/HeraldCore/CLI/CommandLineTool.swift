@@ -187,7 +187,8 @@ public struct CommandLineTool {
 
     private func withDatabase<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         let configuration = try configuration()
-        let connection = try PostgresConnection(connectionString: configuration.databaseURL!)
+        let connection = try PostgresConnection(connectionString: configuration.databaseURL!,
+                                                prepareStatements: configuration.databasePoolMode == .session)
         defer { connection.close() }
         return try body(connection)
     }

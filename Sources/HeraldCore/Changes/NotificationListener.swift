@@ -10,7 +10,9 @@ import Synchronization
 /// another. When the connection is lost it connects again every second; meanwhile, and once
 /// it is back, the waiters look for themselves.
 public final class NotificationListener: Sendable {
-    let connectionString: String
+    /// nil: nothing to listen on (behind a transaction pooler without `HERALD_LISTEN_DATABASE_URL`);
+    /// the waiters then look for themselves.
+    let connectionString: String?
     let changes: ChangeWaiter
     let jobs: JobWaiter
     let logger: Logger
@@ -18,7 +20,7 @@ public final class NotificationListener: Sendable {
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(connectionString: String, changes: ChangeWaiter, jobs: JobWaiter, logger: Logger) {
+    public init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, logger: Logger) {
         self.connectionString = connectionString
         self.changes = changes
         self.jobs = jobs
@@ -26,6 +28,7 @@ public final class NotificationListener: Sendable {
     }
 
     public func start() {
+        guard connectionString != nil else { return }
         guard !running.exchange(true, ordering: .relaxed) else { return }
         stopping.store(false, ordering: .relaxed)
         DispatchQueue(label: "herald.listen", qos: .userInitiated).async { [self] in
@@ -45,7 +48,7 @@ public final class NotificationListener: Sendable {
         var failures = 0
         while !stopping.load(ordering: .relaxed) {
             do {
-                let connection = try PostgresConnection(connectionString: connectionString, applicationName: "herald-listen")
+                let connection = try PostgresConnection(connectionString: connectionString ?? "", applicationName: "herald-listen")
                 defer { connection.close() }
                 try connection.execute(unsafeSQL: "LISTEN herald_changes; LISTEN herald_jobs")
                 if failures > 0 { logger.info("notification listener connected again", [:]) }

@@ -2,8 +2,11 @@ import Postgres
 
 /// Applies migrations in order, once each, recording them in `schema_migrations`.
 ///
-/// Safe to run twice and from several instances at once: the whole run holds a PostgreSQL
-/// advisory lock, and each migration commits together with its record.
+/// Safe to run twice and from several instances at once, and through a pooler in transaction
+/// mode: every step is one transaction that first takes the transaction advisory lock
+/// `lockKey` and then looks again at what is applied, so concurrent runners apply each
+/// migration once and in order. (A session lock held for the whole run would not survive a
+/// transaction pooler: lock and unlock could run on different server connections.)
 public struct Migrator: Sendable {
     /// The advisory lock key every Herald instance takes while migrating.
     static let lockKey: Int64 = 0x4845_5241_4C44 // "HERALD"
@@ -28,41 +31,60 @@ public struct Migrator: Sendable {
     /// Applies what is missing; returns the migrations applied by this call.
     @discardableResult
     public func migrate(_ connection: PostgresConnection) throws -> [Migration] {
-        try connection.queryOnce("SELECT pg_advisory_lock($1)", [Self.lockKey])
-        defer { _ = try? connection.queryOnce("SELECT pg_advisory_unlock($1)", [Self.lockKey]) }
-        try connection.queryOnce("""
-            CREATE TABLE IF NOT EXISTS schema_migrations (
-                version integer PRIMARY KEY,
-                name text NOT NULL,
-                checksum text NOT NULL,
-                applied_at timestamptz NOT NULL DEFAULT now()
-            )
-            """)
-        var applied: [Int: String] = [:]
-        for row in try connection.queryOnce("SELECT version, checksum FROM schema_migrations") {
-            applied[try row.decode("version", as: Int.self)] = try row.decode("checksum", as: String.self)
+        var applied = try locked(connection) { connection -> [Int: String] in
+            try connection.queryOnce("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    checksum text NOT NULL,
+                    applied_at timestamptz NOT NULL DEFAULT now()
+                )
+                """)
+            return try Self.appliedChecksums(connection)
         }
         var done: [Migration] = []
         for migration in migrations {
-            if let checksum = applied[migration.version] {
-                guard checksum == migration.checksum else {
-                    throw MigrationError(message: "migration \(migration.name) was changed after it was applied")
+            if applied[migration.version] == nil {
+                // Another runner may have applied it since: look again under the lock.
+                let ran = try locked(connection) { connection -> Bool in
+                    applied = try Self.appliedChecksums(connection)
+                    guard applied[migration.version] == nil else { return false }
+                    try connection.execute(unsafeSQL: migration.sql)
+                    try connection.queryOnce("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                             [migration.version, migration.name, migration.checksum])
+                    return true
                 }
-                continue
+                if ran {
+                    done.append(migration)
+                    continue
+                }
             }
-            try connection.withTransaction { connection in
-                try connection.execute(unsafeSQL: migration.sql)
-                try connection.queryOnce("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                                         [migration.version, migration.name, migration.checksum])
+            guard applied[migration.version] == migration.checksum else {
+                throw MigrationError(message: "migration \(migration.name) was changed after it was applied")
             }
-            done.append(migration)
         }
         if !functions.isEmpty {
-            try connection.withTransaction { connection in
+            try locked(connection) { connection in
                 for file in functions { try connection.execute(unsafeSQL: file.sql) }
             }
         }
         return done
+    }
+
+    /// One transaction holding the migration lock.
+    private func locked<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+        try connection.withTransaction { connection in
+            try connection.queryOnce("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
+            return try body(connection)
+        }
+    }
+
+    private static func appliedChecksums(_ connection: PostgresConnection) throws -> [Int: String] {
+        var applied: [Int: String] = [:]
+        for row in try connection.queryOnce("SELECT version, checksum FROM schema_migrations") {
+            applied[try row.decode("version", as: Int.self)] = try row.decode("checksum", as: String.self)
+        }
+        return applied
     }
 
     /// The newest applied version, 0 when nothing is applied.

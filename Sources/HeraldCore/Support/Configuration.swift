@@ -13,6 +13,15 @@ public struct Configuration: Sendable, Equatable {
     public var databasePoolSize: Int
     /// Database connections of built-in delivery, apart from the requests' (`HERALD_DELIVERY_POOL_SIZE`).
     public var deliveryPoolSize = 4
+    /// What sits between Herald and PostgreSQL (`HERALD_DB_POOL_MODE`): `session` (nothing, or a
+    /// pooler in session mode) or `transaction` (PgBouncer's `pool_mode = transaction`, where
+    /// each transaction may run on another server connection: no prepared statements, and the
+    /// notification listener needs `HERALD_LISTEN_DATABASE_URL`).
+    public var databasePoolMode: DatabasePoolMode = .session
+    /// The connection the notification listener LISTENs on (`HERALD_LISTEN_DATABASE_URL`):
+    /// `DATABASE_URL` unless set. Behind a transaction pooler, a URL that reaches PostgreSQL
+    /// directly or through a session-mode pool; without one the long polls look every 250 ms.
+    public var listenDatabaseURL: String?
     /// Milliseconds a request waits for a database connection before 429 (`HERALD_DB_ACQUIRE_TIMEOUT_MS`).
     public var databaseAcquireTimeoutMs: Int
     /// Largest request body in bytes (`HERALD_MAX_BODY_BYTES`).
@@ -58,6 +67,8 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_THREADS", "HTTP worker threads (default 16)"),
         ("HERALD_DB_POOL_SIZE", "database connections (default: HERALD_THREADS)"),
         ("HERALD_DB_ACQUIRE_TIMEOUT_MS", "wait for a free connection before 429 (default 5000)"),
+        ("HERALD_DB_POOL_MODE", "session (default) or transaction (behind PgBouncer's pool_mode = transaction: no prepared statements)"),
+        ("HERALD_LISTEN_DATABASE_URL", "URL for LISTEN/NOTIFY (default DATABASE_URL; behind a transaction pooler, one that bypasses it)"),
         ("HERALD_DELIVERY_POOL_SIZE", "database connections of built-in delivery, apart from the requests' (default 4)"),
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
         ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 1024)"),
@@ -102,6 +113,13 @@ public struct Configuration: Sendable, Equatable {
         if let threads = try integer("HERALD_THREADS", 1...512) { self.threads = threads }
         databasePoolSize = try integer("HERALD_DB_POOL_SIZE", 1...512) ?? threads
         if let timeout = try integer("HERALD_DB_ACQUIRE_TIMEOUT_MS", 1...600_000) { databaseAcquireTimeoutMs = timeout }
+        if let mode = value("HERALD_DB_POOL_MODE") {
+            guard let parsed = DatabasePoolMode(rawValue: mode.lowercased()) else {
+                throw ConfigurationError(variable: "HERALD_DB_POOL_MODE", message: "must be session or transaction, got \(mode.debugDescription)")
+            }
+            databasePoolMode = parsed
+        }
+        listenDatabaseURL = value("HERALD_LISTEN_DATABASE_URL")
         if let size = try integer("HERALD_DELIVERY_POOL_SIZE", 1...256) { deliveryPoolSize = size }
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
@@ -166,6 +184,15 @@ public struct Configuration: Sendable, Equatable {
         guard !host.isEmpty, let port = Int(portText), (0...65_535).contains(port) else { throw error }
         return (String(host), port)
     }
+}
+
+/// How Herald's connections reach PostgreSQL (`HERALD_DB_POOL_MODE`).
+public enum DatabasePoolMode: String, Sendable, Equatable {
+    /// Each connection is one server session: prepared statements and LISTEN work.
+    case session
+    /// A pooler hands each transaction to any server connection (PgBouncer `pool_mode =
+    /// transaction`): statements are sent unnamed, and session state is never relied on.
+    case transaction
 }
 
 /// A configuration variable has a value Herald cannot use.
