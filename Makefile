@@ -10,8 +10,8 @@ test:     ## start a throwaway PostgreSQL and run every test
 bench:    ## build in release mode and measure Herald (BENCH_ARGS="--quick" for a short run)
 	@bash scripts/bench.sh $(BENCH_ARGS)
 
-fleet-test: ## three instances on one database under four faults (SIGKILL, fan-out, failover, PgBouncer); ~4 min
-	@bash scripts/fleet-test.sh
+fleet-test: ## three instances on one database under four faults (SIGKILL, fan-out, failover, PgBouncer); ~2 min
+	@FLEET_ARGS="$(FLEET_ARGS)" bash scripts/fleet-test.sh
 
 build: deps
 	swift build
