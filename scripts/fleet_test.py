@@ -405,27 +405,44 @@ def spans(stats):
 # ---------------------------------------------------------------- faults
 
 
-def fault_kill(binary, base):
-    """1. SIGKILL one instance every 3 s during ingest and claims, restarting it each time."""
-    db = Cluster(base, "kill")
+def scratch_cluster(base, name):
+    """A throwaway cluster (no fsync: these faults kill processes, not the machine)."""
+    db = Cluster(base, name)
     db.init(["fsync = off", "synchronous_commit = off", "full_page_writes = off"])
     db.start(); db.create_database()
+    return db
+
+
+def start_all(instances):
+    """The first instance migrates alone, then the others start."""
+    instances[0].start(); instances[0].wait_ready()
+    for h in instances[1:]:
+        h.start()
+    for h in instances[1:]:
+        h.wait_ready()
+
+
+def load(binary, env, instances, prefix):
+    """An app, a 10-member group, and the bus and the workers running against it."""
+    keys = make_app(binary, env, "fleet")
+    stats = Stats()
+    fleet = Fleet(instances, stats)
+    members = [f"u{i}" for i in range(MEMBERS)]
+    put_members(fleet, keys["server"], "g", members)
+    bus = Bus(fleet, keys["ingest"], "g", members, prefix)
+    workers = Workers(fleet, keys["worker"])
+    bus.start(); workers.start()
+    return keys, stats, fleet, bus, workers
+
+
+def fault_kill(binary, base):
+    """1. SIGKILL one instance every 3 s during ingest and claims, restarting it each time."""
+    db = scratch_cluster(base, "kill")
     env = {"DATABASE_URL": db.conninfo(), "HERALD_THREADS": "8", "HERALD_FANOUT_LEASE_SECONDS": "5"}
     instances = [Herald(binary, i, env, base) for i in range(1, 4)]
     try:
-        instances[0].start(); instances[0].wait_ready()
-        for h in instances[1:]:
-            h.start()
-        for h in instances[1:]:
-            h.wait_ready()
-        keys = make_app(binary, env, "fleet")
-        stats = Stats()
-        fleet = Fleet(instances, stats)
-        members = [f"u{i}" for i in range(MEMBERS)]
-        put_members(fleet, keys["server"], "g", members)
-        bus = Bus(fleet, keys["ingest"], "g", members, "k")
-        workers = Workers(fleet, keys["worker"])
-        bus.start(); workers.start()
+        start_all(instances)
+        keys, stats, fleet, bus, workers = load(binary, env, instances, "k")
         kills, restarts = 0, []
         end = time.time() + 30
         while time.time() < end:
@@ -452,9 +469,7 @@ def fault_kill(binary, base):
 
 def fault_fanout(binary, base):
     """2. A 50,000-member fan-out whose instance is killed mid-task: another finishes it once."""
-    db = Cluster(base, "fanout")
-    db.init(["fsync = off", "synchronous_commit = off", "full_page_writes = off"])
-    db.start(); db.create_database()
+    db = scratch_cluster(base, "fanout")
     env = {"DATABASE_URL": db.conninfo(), "HERALD_THREADS": "8", "HERALD_FANOUT_LEASE_SECONDS": "5"}
     instances = [Herald(binary, i, env, base) for i in range(1, 4)]
     try:
@@ -541,19 +556,8 @@ def fault_failover(binary, base):
     env = {"DATABASE_URL": url, "HERALD_THREADS": "8", "HERALD_FANOUT_LEASE_SECONDS": "5"}
     instances = [Herald(binary, i, env, base) for i in range(1, 4)]
     try:
-        instances[0].start(); instances[0].wait_ready()
-        for h in instances[1:]:
-            h.start()
-        for h in instances[1:]:
-            h.wait_ready()
-        keys = make_app(binary, env, "fleet")
-        stats = Stats()
-        fleet = Fleet(instances, stats)
-        members = [f"u{i}" for i in range(MEMBERS)]
-        put_members(fleet, keys["server"], "g", members)
-        bus = Bus(fleet, keys["ingest"], "g", members, "f")
-        workers = Workers(fleet, keys["worker"])
-        bus.start(); workers.start()
+        start_all(instances)
+        keys, stats, fleet, bus, workers = load(binary, env, instances, "f")
         time.sleep(8)
         before = len(bus.accepted)
         a.stop("immediate")
@@ -586,9 +590,7 @@ def fault_failover(binary, base):
 
 def fault_pgbouncer(binary, base):
     """4. PgBouncer in transaction mode: migrations, ingest, claims and long polls through it."""
-    db = Cluster(base, "bouncer-db")
-    db.init(["fsync = off", "synchronous_commit = off", "full_page_writes = off"])
-    db.start(); db.create_database()
+    db = scratch_cluster(base, "bouncer-db")
     bdir = os.path.join(base, "pgbouncer")
     os.makedirs(bdir, exist_ok=True)
     port = free_port()
@@ -627,14 +629,7 @@ pidfile = {bdir}/pgbouncer.pid
             h.wait_ready()
         versions = db.sql("SELECT count(*) || ' ' || count(DISTINCT version) || ' ' || max(version) FROM schema_migrations")
         through = db.sql("SELECT count(*) FROM pg_stat_activity WHERE application_name = 'herald-listen'")
-        keys = make_app(binary, env, "fleet")
-        stats = Stats()
-        fleet = Fleet(instances, stats)
-        members = [f"u{i}" for i in range(MEMBERS)]
-        put_members(fleet, keys["server"], "g", members)
-        bus = Bus(fleet, keys["ingest"], "g", members, "p")
-        workers = Workers(fleet, keys["worker"])
-        bus.start(); workers.start()
+        keys, stats, fleet, bus, workers = load(binary, env, instances, "p")
         time.sleep(15)
         bus.finish()
         expected = len(bus.accepted) * (MEMBERS - 1)

@@ -235,7 +235,10 @@ public final class PostgresConnection: @unchecked Sendable {
             }
             let sqlState = field(UInt8(ascii: "C"))
             let message = field(UInt8(ascii: "M")) ?? Self.trimmed(PQresultErrorMessage(result)) ?? "statement failed"
-            if let handle, PQstatus(handle) != CONNECTION_OK {
+            // An error the server sent always has a SQLSTATE; one without is libpq's own, and
+            // the only such error a statement meets is a lost connection ("server closed the
+            // connection unexpectedly"), even while PQstatus still says CONNECTION_OK.
+            if sqlState == nil || (handle.map { PQstatus($0) != CONNECTION_OK } ?? true) {
                 close()
                 throw PostgresError(code: .connectionFailure, sqlState: sqlState, message: message, sql: sql)
             }
