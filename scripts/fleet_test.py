@@ -161,7 +161,6 @@ class Stats:
         self.lock = threading.Lock()
         self.statuses = collections.Counter()
         self.retry_spans = []                  # seconds from a request's first failure to its success
-        self.successes = []                    # (time, kind) of every 200 after a failure window
 
     def status(self, code):
         with self.lock:
@@ -230,10 +229,9 @@ class Fleet:
                 failed_at = time.time()
             if time.time() - started > give_up:
                 raise RuntimeError(f"{method} {path}: no instance answered for {give_up}s")
-            retry_after = 0.05
             if answer is not None and answer[0] == 503:
                 assert "Retry-After" in answer[1], "a 503 without Retry-After"
-            time.sleep(retry_after)
+            time.sleep(0.05)
 
 
 def message(event_id, msg_id, sender, group, at):
@@ -242,101 +240,99 @@ def message(event_id, msg_id, sender, group, at):
                      "text": f"fleet message {msg_id}", "mentions": [], "mentionsAll": False}}
 
 
-class Bus:
-    """Threads posting batches of new events until stopped; each batch is retried until a 200."""
+class Crew:
+    """Threads that run `run(n)` until `stop` is set; `finish` joins them and raises what failed."""
+    name = "crew"
 
-    def __init__(self, fleet, key, group, members, prefix, threads=4, batch=10):
-        self.fleet, self.key, self.group, self.members, self.prefix = fleet, key, group, members, prefix
-        self.threads, self.batch = threads, batch
+    def __init__(self, threads):
+        self.threads = threads
         self.stop = threading.Event()
-        self.sent, self.accepted = set(), set()
-        self.accept_times = []
         self.lock = threading.Lock()
         self.errors = []
 
-    def run(self, n):
-        k = 0
-        try:
-            while not self.stop.is_set():
-                events = []
-                for _ in range(self.batch):
-                    k += 1
-                    eid = f"{self.prefix}-{n}-{k}"
-                    events.append(message(eid, "m" + eid, random.choice(self.members), self.group, int(time.time() * 1000)))
-                with self.lock:
-                    self.sent.update(e["id"] for e in events)
-                status, body = self.fleet.request("POST", "/v1/events", events, self.key, "application/cloudevents-batch+json")
-                if status != 200:
-                    raise RuntimeError(f"ingest answered {status}: {body}")
-                ok = [r["id"] for r in body["results"] if r["status"] in ("accepted", "duplicate")]
-                if len(ok) != len(events):
-                    raise RuntimeError(f"events not accepted: {body}")
-                with self.lock:
-                    self.accepted.update(ok)
-                    self.accept_times.append(time.time())
-        except Exception as e:  # noqa: BLE001 - reported by the fault
-            self.errors.append(repr(e))
-
     def start(self):
-        self.workers = [threading.Thread(target=self.run, args=(n,), daemon=True) for n in range(self.threads)]
-        for t in self.workers:
+        self.threads_running = [threading.Thread(target=self.guarded, args=(n,), daemon=True) for n in range(self.threads)]
+        for t in self.threads_running:
             t.start()
+
+    def guarded(self, n):
+        try:
+            self.run(n)
+        except Exception as e:  # noqa: BLE001 - reported by finish()
+            self.errors.append(repr(e))
 
     def finish(self):
         self.stop.set()
-        for t in self.workers:
+        for t in self.threads_running:
             t.join()
         if self.errors:
-            raise RuntimeError("bus: " + "; ".join(self.errors[:3]))
+            raise RuntimeError(f"{self.name}: " + "; ".join(self.errors[:3]))
 
 
-class Workers:
+class Bus(Crew):
+    """Threads posting batches of new events until stopped; each batch is retried until a 200."""
+
+    def __init__(self, fleet, key, group, members, prefix, threads=4, batch=10):
+        super().__init__(threads)
+        self.name = "bus"
+        self.fleet, self.key, self.group, self.members, self.prefix = fleet, key, group, members, prefix
+        self.batch = batch
+        self.sent, self.accepted = set(), set()
+        self.accept_times = []
+
+    def run(self, n):
+        k = 0
+        while not self.stop.is_set():
+            events = []
+            for _ in range(self.batch):
+                k += 1
+                eid = f"{self.prefix}-{n}-{k}"
+                events.append(message(eid, "m" + eid, random.choice(self.members), self.group, int(time.time() * 1000)))
+            with self.lock:
+                self.sent.update(e["id"] for e in events)
+            status, body = self.fleet.request("POST", "/v1/events", events, self.key, "application/cloudevents-batch+json")
+            if status != 200:
+                raise RuntimeError(f"ingest answered {status}: {body}")
+            ok = [r["id"] for r in body["results"] if r["status"] in ("accepted", "duplicate")]
+            if len(ok) != len(events):
+                raise RuntimeError(f"events not accepted: {body}")
+            with self.lock:
+                self.accepted.update(ok)
+                self.accept_times.append(time.time())
+
+
+class Workers(Crew):
     """Push senders: claim (long poll) and ack, through the fleet, until told to stop."""
 
     def __init__(self, fleet, key, threads=4, max_jobs=200, lease=5):
-        self.fleet, self.key, self.threads, self.max_jobs, self.lease = fleet, key, threads, max_jobs, lease
-        self.stop = threading.Event()
-        self.lock = threading.Lock()
+        super().__init__(threads)
+        self.name = "workers"
+        self.fleet, self.key, self.max_jobs, self.lease = fleet, key, max_jobs, lease
         self.acked = collections.Counter()     # job id -> acks that counted
         self.claims = collections.Counter()    # job id -> claims
         self.errors = []
 
-    def run(self):
-        try:
-            while not self.stop.is_set():
-                status, body = self.fleet.request("POST", "/v1/jobs/claim",
-                                                  {"max": self.max_jobs, "leaseSeconds": self.lease, "waitSeconds": 1}, self.key)
-                if status != 200:
-                    raise RuntimeError(f"claim answered {status}: {body}")
-                jobs = body["jobs"]
-                if not jobs:
-                    continue
-                with self.lock:
-                    for j in jobs:
-                        self.claims[j["id"]] += 1
-                status, body = self.fleet.request("POST", "/v1/jobs/ack",
-                                                  {"jobs": [{"id": j["id"], "attempt": j["attempt"]} for j in jobs]}, self.key)
-                if status != 200:
-                    raise RuntimeError(f"ack answered {status}: {body}")
-                stale = {s["id"] if isinstance(s, dict) else s for s in body.get("stale", [])}
-                with self.lock:
-                    for j in jobs:
-                        if j["id"] not in stale:
-                            self.acked[j["id"]] += 1
-        except Exception as e:  # noqa: BLE001
-            self.errors.append(repr(e))
-
-    def start(self):
-        self.workers = [threading.Thread(target=self.run, daemon=True) for _ in range(self.threads)]
-        for t in self.workers:
-            t.start()
-
-    def finish(self):
-        self.stop.set()
-        for t in self.workers:
-            t.join()
-        if self.errors:
-            raise RuntimeError("workers: " + "; ".join(self.errors[:3]))
+    def run(self, n):
+        while not self.stop.is_set():
+            status, body = self.fleet.request("POST", "/v1/jobs/claim",
+                                              {"max": self.max_jobs, "leaseSeconds": self.lease, "waitSeconds": 1}, self.key)
+            if status != 200:
+                raise RuntimeError(f"claim answered {status}: {body}")
+            jobs = body["jobs"]
+            if not jobs:
+                continue
+            with self.lock:
+                for j in jobs:
+                    self.claims[j["id"]] += 1
+            status, body = self.fleet.request("POST", "/v1/jobs/ack",
+                                              {"jobs": [{"id": j["id"], "attempt": j["attempt"]} for j in jobs]}, self.key)
+            if status != 200:
+                raise RuntimeError(f"ack answered {status}: {body}")
+            stale = {s["id"] if isinstance(s, dict) else s for s in body.get("stale", [])}
+            with self.lock:
+                for j in jobs:
+                    if j["id"] not in stale:
+                        self.acked[j["id"]] += 1
 
 
 def make_app(binary, env, app):
@@ -366,13 +362,13 @@ def wait_drained(cluster, app, expected, timeout=180):
         time.sleep(0.5)
 
 
-def tally(cluster, app, bus_accepted, bus_sent, expected, workers, extra=""):
+def tally(cluster, app, bus_accepted, bus_sent, expected, workers):
     """The figures of one fault, read from the database."""
     present = set(cluster.sql(f"SELECT id FROM events WHERE app = '{app}'").split()) if bus_accepted else set()
     lost = len(set(bus_accepted) - present)
     row = cluster.sql(f"""SELECT count(DISTINCT (message_id, recipient)), count(*) - count(DISTINCT (message_id, recipient)),
                                  count(*) FILTER (WHERE state = 'acked')
-                            FROM jobs WHERE app = '{app}' {extra}""")
+                            FROM jobs WHERE app = '{app}'""")
     produced, duplicated, acked = map(int, row.split("|"))
     redelivered = sum(1 for n in workers.claims.values() if n > 1)
     return {"sent": len(bus_sent), "accepted": len(bus_accepted), "lost": lost, "expected": expected,
