@@ -26,9 +26,9 @@ let package = Package(
 
         // One Swift module per wrapped library; all unsafe code lives in these.
         .target(name: "Postgres", dependencies: ["CLibPQ", "Locking"], swiftSettings: strict),
-        // libmicrohttpd's own error answers in SPEC §3's JSON instead of its HTML pages.
-        .target(name: "CMicroHTTPDErrors", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDErrors", "JSON", "Locking"], swiftSettings: strict),
+        // Hooks where libmicrohttpd has no option: its own error answers in SPEC §3's JSON, chunk sizes over the body limit.
+        .target(name: "CMicroHTTPDHooks", dependencies: ["CMicroHTTPD"], linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "CMicroHTTPDHooks", "JSON", "Locking"], swiftSettings: strict),
         .target(name: "Secrets", dependencies: ["CCrypto"], swiftSettings: strict),
         // Outbound HTTP (built-in delivery): libcurl's multi interface.
         .target(name: "HTTPClient", dependencies: ["CCurl", "Locking"], swiftSettings: strict),
@@ -45,7 +45,7 @@ let package = Package(
         // Pure tests: no database, no server (`swift test --filter HeraldUnitTests` runs anywhere).
         .testTarget(
             name: "HeraldUnitTests",
-            dependencies: ["HeraldCore", "HTTPServer", "HTTPClient", "JSON", "Secrets"],
+            dependencies: ["HeraldCore", "HTTPServer", "CMicroHTTPDHooks", "HTTPClient", "JSON", "Secrets"],
             swiftSettings: strict
         ),
         // What the tests that need PostgreSQL share: the environment (a server on an ephemeral port,

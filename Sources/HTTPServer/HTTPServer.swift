@@ -1,5 +1,5 @@
 import CMicroHTTPD
-import CMicroHTTPDErrors
+import CMicroHTTPDHooks
 import Glibc
 import Synchronization
 
@@ -79,12 +79,13 @@ public final class HTTPServer: @unchecked Sendable {
 
     /// The answers libmicrohttpd gives by itself, before a request reaches Herald (a request head
     /// beyond its 32 KB per-connection memory, malformed chunking, an HTTP version it does not
-    /// speak), in SPEC §3's JSON instead of the library's HTML (see `CMicroHTTPDErrors`).
-    /// The same for every server in the process (the table is global): the 413, for a chunk size
-    /// beyond 64 bits, names no limit.
+    /// speak), in SPEC §3's JSON instead of the library's HTML (see `CMicroHTTPDHooks`).
+    /// The same for every server in the process (the table is global), so the 413 names no
+    /// limit: it answers chunk sizes that add up to more than the body limit (`framing.c` makes
+    /// the library see them as a size beyond 64 bits), before any of those bytes arrive.
     static let libraryErrors: [(status: UInt32, error: HTTPError)] = [
         (400, .badRequest("the request is malformed (request line, header syntax, Content-Length or chunked framing)")),
-        (413, HTTPError(status: 413, code: "ERR_PAYLOAD_TOO_LARGE", message: "a chunk of the body is larger than any body accepted")),
+        (413, HTTPError(status: 413, code: "ERR_PAYLOAD_TOO_LARGE", message: "the chunked body declares more bytes than the body limit")),
         (414, HTTPError(status: 414, code: "ERR_URI_TOO_LONG", message: "the request URI is too long")),
         (431, HTTPError(status: 431, code: "ERR_HEADERS_TOO_LARGE", message: "the request headers are too large")),
         (505, .badRequest("only HTTP/1.0 and HTTP/1.1 are served")),
@@ -405,10 +406,16 @@ private let requestCompletedCallback: MHD_RequestCompletedCallback = { cls, conn
 
 private let connectionNotifyCallback: MHD_NotifyConnectionCallback = { cls, connection, _, code in
     guard let cls, let connection else { return }
-    let connections = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let fd = herald_connection_fd(connection)
     switch code.rawValue {
-    case 0: connections.opened(connection, fd: herald_connection_fd(connection))   // MHD_CONNECTION_NOTIFY_STARTED
-    case 1: connections.closed(connection)                                         // MHD_CONNECTION_NOTIFY_CLOSED
+    case 0:   // MHD_CONNECTION_NOTIFY_STARTED
+        // Chunk sizes are followed from the first byte (CMicroHTTPDHooks/framing.c).
+        herald_track_connection(fd, UInt64(max(0, server.configuration.maxBodyBytes)))
+        server.connections.opened(connection, fd: fd)
+    case 1:   // MHD_CONNECTION_NOTIFY_CLOSED
+        server.connections.closed(connection)
+        herald_untrack_connection(fd)
     default: break
     }
 }
@@ -430,7 +437,9 @@ private func framing(_ connection: OpaquePointer, maxBodyBytes: Int) -> Framing 
     let lengths = framingHeaders["content-length"] ?? [], encodings = framingHeaders["transfer-encoding"] ?? []
     // Only one coding is understood, and only once (RFC 9112 §6.1): anything else has no
     // length a server can rely on.
-    if !encodings.isEmpty && (encodings.count > 1 || encodings[0].lowercased().filter { $0 != " " && $0 != "\t" } != "chunked") {
+    // libmicrohttpd takes the body as chunked only for this exact value (its leading blanks
+    // dropped): any other would be read as a body without length.
+    if !encodings.isEmpty && (encodings.count > 1 || encodings[0].lowercased() != "chunked") {
         return .refused(.badRequest("Transfer-Encoding must be chunked, once", field: "Transfer-Encoding"))
     }
     guard !lengths.isEmpty else { return .fine }

@@ -83,7 +83,7 @@ struct HardeningTests {
         #expect(second.closed)
 
         // A coding other than chunked, or chunked twice, has no length to rely on.
-        for coding in ["gzip", "chunked\r\nTransfer-Encoding: chunked"] {
+        for coding in ["gzip", "chunked\r\nTransfer-Encoding: chunked", "chun ked"] {
             let odd = "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(app.ingestKey)\r\n"
                 + "Content-Type: application/json\r\nTransfer-Encoding: \(coding)\r\n\r\n2\r\n[]\r\n0\r\n\r\n"
             let result = try client.raw(Array(odd.utf8), seconds: 5)
@@ -112,6 +112,49 @@ struct HardeningTests {
         let refused = try client.raw(Array(anonymous.utf8), seconds: 5)
         #expect(refused.responses.first?.status == 401)
         #expect(refused.closed)
+    }
+
+    @Test("a chunked body whose chunk sizes pass the limit is a 413 at once, not a wait for chunks that never come")
+    func oversizedChunks() throws {
+        let app = try environment.makeApp(prefix: "hugechunk")
+        func head(_ key: String) -> String {
+            "POST /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(key)\r\n"
+                + "Content-Type: application/cloudevents-batch+json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        }
+        // One size far above the limit, then silence (the idle deadline is 60 s: the 3 s read
+        // timeout would end the wait first).
+        let huge = try client.raw(Array((head(app.ingestKey) + "ffffffffffffffff\r\n[").utf8), seconds: 3)
+        #expect(huge.responses.first?.status == 413)
+        #expect(huge.responses.first?.errorCode == "ERR_PAYLOAD_TOO_LARGE")
+        #expect(huge.responses.first?.headers["content-type"] == "application/json")
+        #expect(huge.closed, "the connection is closed at once")
+
+        // Sizes each within the limit that add up past it, on a server with a 1,024-byte limit.
+        var configuration = try TestEnvironment.configuration(databaseURL: environment.server.service.services.configuration.databaseURL)
+        configuration.maxBodyBytes = 1024
+        let small = try HeraldCoreServer.start(configuration)
+        defer { small.shutdown() }
+        let sum = head(app.ingestKey) + "200\r\n" + String(repeating: " ", count: 512) + "\r\n201\r\n"
+        let summed = try HTTPClient(port: small.port).raw(Array(sum.utf8), seconds: 3)
+        #expect(summed.responses.map(\.status) == [413])
+        #expect(summed.closed)
+
+        // A chunked batch within the limit is applied, with an extension, a bare LF, a chunk that
+        // looks like a size and a trailer, and the next request on the connection is answered.
+        let batch = Events.json([Events.message("e1", id: "m1", sender: "alice", at: nowMilliseconds() - 60_000,
+                                                text: "ffffffffffffffff")])
+        let bytes = Array(batch.utf8)
+        let split = bytes.count / 2
+        let chunks = String(split, radix: 16) + ";ext=1\r\n" + String(decoding: bytes[..<split], as: UTF8.self) + "\n"
+            + String(bytes.count - split, radix: 16) + "\r\n" + String(decoding: bytes[split...], as: UTF8.self) + "\r\n"
+            + "0\r\nX-Trailer: ffffffffffffffff\r\n\r\n"
+        let next = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        let served = try client.raw(Array((head(app.ingestKey) + chunks + next).utf8), seconds: 5)
+        #expect(served.responses.map(\.status) == [200, 200], "\(served.responses.map(\.text))")
+        let results = served.responses.first?.json["results"] as? [[String: Any]] ?? []
+        #expect(results.map { $0["status"] as? String } == ["accepted"])
+        let stored = try environment.connection().query("SELECT count(*) FROM messages WHERE app = $1", [app.id])
+        #expect(try stored[0].decode(0, as: Int.self) == 1)
     }
 
     @Test("what libmicrohttpd refuses itself is answered in SPEC §3's JSON, not its HTML pages")
