@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "CMicroHTTPDHooks.h"
+#include "next_symbol.h"
 
 typedef enum MHD_Result (*queue_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 
@@ -34,13 +35,8 @@ void herald_set_error_body(unsigned int status, const char *body, size_t length)
 }
 
 static queue_fn real_queue(void) {
-    static queue_fn real = NULL;
-    queue_fn found = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (found == NULL) {
-        found = (queue_fn)dlsym(RTLD_NEXT, "MHD_queue_response");
-        __atomic_store_n(&real, found, __ATOMIC_RELEASE);
-    }
-    return found;
+    static void *real = NULL;
+    return (queue_fn)herald_next_symbol(&real, "MHD_queue_response");
 }
 
 enum MHD_Result herald_queue_response(struct MHD_Connection *connection, unsigned int status,

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 #include "CMicroHTTPDHooks.h"
+#include "next_symbol.h"
 
 /*
  * A chunked body's declared size, seen as libmicrohttpd reads it.
@@ -79,13 +80,8 @@ static struct tracker *table[TABLE_SIZE];
 typedef ssize_t (*recv_fn)(int, void *, size_t, int);
 
 static recv_fn real_recv(void) {
-    static recv_fn real = NULL;
-    recv_fn found = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (found == NULL) {
-        found = (recv_fn)dlsym(RTLD_NEXT, "recv");
-        __atomic_store_n(&real, found, __ATOMIC_RELEASE);
-    }
-    return found;
+    static void *real = NULL;
+    return (recv_fn)herald_next_symbol(&real, "recv");
 }
 
 void herald_track_connection(int fd, uint64_t body_limit) {
