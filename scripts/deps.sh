@@ -2,7 +2,7 @@
 # Installs the Debian packages Herald needs to build, test and run, when any is missing.
 #   scripts/deps.sh [more packages]   also those (the fleet test adds pgbouncer)
 set -euo pipefail
-packages=(libpq-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev postgresql-15 pkg-config tzdata "$@")
+packages=(libpq-dev libmicrohttpd-dev libssl-dev libcurl4-openssl-dev postgresql-15 pkg-config tzdata curl openssl "$@")
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

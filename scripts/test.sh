@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: install what is missing, start a throwaway PostgreSQL cluster, run the tests,
-# then the contract tests (scripts/contract-test.sh: schemathesis against the live server), and
+# then the contract tests (scripts/contract-test.sh: schemathesis against the live server) and the
+# README's walk-throughs (scripts/readme_test.py), and
 # stop the cluster on every exit path. Extra arguments go to `swift test` (e.g. --filter) and
 # skip the contract tests, as does HERALD_SKIP_CONTRACT=1.
 set -euo pipefail
@@ -23,4 +24,6 @@ swift build --build-tests
 swift test --skip-build --disable-xctest "$@"
 if [ $# -eq 0 ] && [ "${HERALD_SKIP_CONTRACT:-0}" != 1 ]; then
   HERALD_BIN="$(swift build --show-bin-path)/herald" scripts/contract-test.sh
+  # The README's walk-throughs, run as written against a fresh database and server.
+  HERALD_BIN="$(swift build --show-bin-path)/herald" python3 scripts/readme_test.py
 fi
