@@ -4,8 +4,8 @@
     HERALD_BIN=… DATABASE_URL=… python3 scripts/readme_test.py
 
 It creates a new database beside DATABASE_URL's (so job ids start at j1, as after a first
-`make run`), makes the app `demo` and its keys the way scripts/run.sh does, writes them to a
-`.herald/` folder in a scratch copy of the project folder, and starts `herald serve` on a free
+`make run`), makes the app `demo` and its keys with scripts/demo.sh (as `make run` does) in a
+`.herald/` folder of a scratch copy of the project folder, and starts `herald serve` on a free
 port. Then it runs every shell block of the README's "Walk-through" sections, and the metrics
 block of "Operations", in one bash shell, in order, step by step. A step is a command and the
 comment lines under it; a comment that starts like an answer (`# {`, `# [`, `# 204`,
@@ -125,8 +125,7 @@ def quotes_open(text):
 
 
 def pattern(expected):
-    squeezed = re.sub(r"\s+", "", expected)
-    return re.compile(".*?".join(re.escape(part) for part in squeezed.split("…")))
+    return re.compile(".*?".join(re.escape(part) for part in squeeze(expected).split("…")))
 
 
 def squeeze(text):
@@ -180,16 +179,11 @@ def main():
         admin = os.urandom(24).hex()
         env = dict(os.environ, DATABASE_URL=url, HERALD_ADMIN_TOKEN=admin, HERALD_LISTEN="127.0.0.1:0",
                    HERALD_THREADS="4", HERALD_DRAIN_TIMEOUT_SECONDS="5")
-        run = lambda *args: subprocess.run([binary, *args], env=env, check=True, capture_output=True, text=True).stdout
-        run("migrate")
-        run("apps", "create", "demo")
         with open(os.path.join(state, "admin-token"), "w") as f:
             f.write(admin)
-        with open(os.path.join(state, "demo-keys"), "w") as f:
-            f.write(f"database={url}\n")
-            for role in ("server", "ingest", "worker"):
-                key = json.loads(run("keys", "create", "--app", "demo", "--role", role, "--label", "make run"))["key"]
-                f.write(f"{role}={key}\n")
+        # The app `demo` and .herald/demo-keys exactly as `make run` makes them.
+        subprocess.run([os.path.join(ROOT, "scripts", "demo.sh"), binary, state], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
 
         log = open(os.path.join(work, "server.log"), "w+")
         server = subprocess.Popen([binary, "serve"], env=env, stdout=log, stderr=subprocess.STDOUT)

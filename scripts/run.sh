@@ -36,32 +36,8 @@ if [ -z "${HERALD_ADMIN_TOKEN:-}" ]; then
 fi
 export HERALD_LISTEN=${HERALD_LISTEN:-127.0.0.1:8080}
 
-"$bin" migrate
-"$bin" apps create demo --exists-ok >/dev/null
-
-# Keys are shown once and stored hashed, so the demo keys made on the first run are kept in
-# .herald/demo-keys (gitignored, mode 600) and printed again; they are remade when the
-# database changes or they were revoked.
+scripts/demo.sh "$bin" "$state"
 keys="$state/demo-keys"
-valid=1
-if [ -s "$keys" ] && grep -qxF "database=$DATABASE_URL" "$keys"; then
-  for role in server ingest worker; do
-    id=$(sed -n "s/^$role=hk_\([0-9a-f]*\)_.*/\1/p" "$keys")
-    "$bin" keys list --app demo | grep -q "\"id\":\"$id\"" || valid=0
-  done
-else
-  valid=0
-fi
-if [ "$valid" = 0 ]; then
-  (
-    umask 077
-    echo "database=$DATABASE_URL" > "$keys"
-    for role in server ingest worker; do
-      key=$("$bin" keys create --app demo --role "$role" --label "make run" | sed -n 's/.*"key":"\([^"]*\)".*/\1/p')
-      echo "$role=$key" >> "$keys"
-    done
-  )
-fi
 key() { sed -n "s/^$1=//p" "$keys"; }
 
 cat <<TXT

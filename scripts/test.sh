@@ -23,7 +23,9 @@ export HERALD_PG_SCRIPT="$PWD/scripts/pg.sh"
 swift build --build-tests
 swift test --skip-build --disable-xctest "$@"
 if [ $# -eq 0 ] && [ "${HERALD_SKIP_CONTRACT:-0}" != 1 ]; then
-  HERALD_BIN="$(swift build --show-bin-path)/herald" scripts/contract-test.sh
+  HERALD_BIN="$(swift build --show-bin-path)/herald"
+  export HERALD_BIN
+  scripts/contract-test.sh
   # The README's walk-throughs, run as written against a fresh database and server.
-  HERALD_BIN="$(swift build --show-bin-path)/herald" python3 scripts/readme_test.py
+  python3 scripts/readme_test.py
 fi
