@@ -55,11 +55,28 @@ BEGIN
 END
 $$;
 
--- The commit step: a deferred trigger of changes_pending, so it runs at COMMIT after every
--- statement of the transaction. The first call does the work; the others find nothing left.
---   1. Lock each user of the transaction's changes (pg_advisory_xact_lock(1213, hash), taken in
---      one order by every transaction, and held until the commit): one user's changes are then
---      numbered in the order their transactions commit.
+-- Arms the commit step: the first statement of a transaction that notes a change writes one row
+-- to changes_commits, whose deferred trigger is the commit step below (one call per
+-- transaction, however many changes it noted). A transaction-local setting remembers that this
+-- transaction is armed; a savepoint rolled back undoes the setting and the row together.
+CREATE OR REPLACE FUNCTION herald_arm_changes() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('herald.changes_armed', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
+        PERFORM set_config('herald.changes_armed', pg_current_xact_id()::text, true);
+        INSERT INTO changes_commits DEFAULT VALUES ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+-- The commit step: the deferred trigger of the transaction's changes_commits row, so it runs once,
+-- at COMMIT, after every statement of the transaction.
+--   1. Lock each user of the transaction's changes: the user's changes_users row, inserted when
+--      missing and locked in one statement, in one global order (an INSERT … ON CONFLICT DO UPDATE
+--      whose WHERE is false locks the existing row without writing it), held until the commit.
+--      One user's changes are then numbered in the order their transactions commit. A row lock
+--      takes no slot of PostgreSQL's shared lock table, so any number of users fits.
 --   2. Read each noted subject's state as the transaction leaves it, and append one item per
 --      (user, kind, subject), numbered from change_seq in the order they were noted.
 --   3. NOTIFY herald_changes with the users ("app<US>uid" separated by <RS>, 30 to a message),
@@ -67,17 +84,20 @@ $$;
 CREATE OR REPLACE FUNCTION herald_commit_changes() RETURNS trigger
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
-    me xid8;
+    me xid8 := pg_current_xact_id();
     users text[];
     now_ms bigint;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM changes_pending p WHERE p.xid = pg_current_xact_id()) THEN
+    DELETE FROM changes_commits c WHERE c.xid = me;
+    SELECT array_agg(u.app || chr(31) || u.uid ORDER BY u.app COLLATE "C", u.uid COLLATE "C") INTO users
+      FROM (SELECT DISTINCT p.app, p.uid FROM changes_pending p WHERE p.xid = me) u;
+    IF users IS NULL THEN
         RETURN NULL;
     END IF;
-    me := pg_current_xact_id();
-    SELECT array_agg(u.key ORDER BY u.key COLLATE "C") INTO users
-      FROM (SELECT DISTINCT p.app || chr(31) || p.uid AS key FROM changes_pending p WHERE p.xid = me) u;
-    PERFORM pg_advisory_xact_lock(1213, hashtext(u.key)) FROM unnest(users) AS u(key);
+    INSERT INTO changes_users AS cu (app, uid)
+    SELECT u.app, u.uid FROM (SELECT DISTINCT p.app, p.uid FROM changes_pending p WHERE p.xid = me) u
+     ORDER BY u.app COLLATE "C", u.uid COLLATE "C"
+        ON CONFLICT (app, uid) DO UPDATE SET uid = excluded.uid WHERE false;
     now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
     WITH moved AS (
         DELETE FROM changes_pending p WHERE p.xid = me RETURNING p.app, p.uid, p.kind, p.subject, p.actor, p.ord
