@@ -103,6 +103,16 @@ public final class HTTPServer: @unchecked Sendable {
         }
     }
 
+    /// Raises the soft limit of open files toward `wanted` (at most the hard limit): every
+    /// connection is a descriptor, and the usual soft limit of 1,024 would refuse connections
+    /// long before `maxConnections`.
+    static func raiseOpenFileLimit(to wanted: Int) {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(wanted) else { return }
+        limit.rlim_cur = min(rlim_t(wanted), limit.rlim_max)
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+    }
+
     /// Binds the socket and starts the thread pool.
     public func start() throws {
         precondition(daemon == nil, "server already started")
@@ -110,6 +120,7 @@ public final class HTTPServer: @unchecked Sendable {
         listenSocket = socket.fd
         port = socket.port
         Self.registerLibraryErrorBodies()
+        Self.raiseOpenFileLimit(to: configuration.maxConnections + max(16, configuration.maxConnections / 8) + 1024)
 
         var options: [MHD_OptionItem] = [
             MHD_OptionItem(option: MHD_OPTION.LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),

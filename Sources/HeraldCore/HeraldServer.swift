@@ -38,8 +38,10 @@ public final class HeraldServer: Sendable {
         }
         let metrics = Metrics()
         let fanout = FanoutWorker(database: database, logger: logger, metrics: metrics, leaseSeconds: configuration.fanoutLeaseSeconds)
-        let jobWaiter = JobWaiter(database: database, metrics: metrics)
-        let changeWaiter = ChangeWaiter(database: database)
+        let longPolls = LongPollGate(limits: .init(total: configuration.maxLongPolls, perApp: configuration.maxLongPollsPerApp,
+                                                   perUser: configuration.maxLongPollsPerUser))
+        let jobWaiter = JobWaiter(database: database, metrics: metrics, gate: longPolls)
+        let changeWaiter = ChangeWaiter(database: database, gate: longPolls)
         // LISTEN needs a session of its own: behind a transaction pooler, only a URL that
         // bypasses it (without one the waiters look every 250 ms, as when the listener is down).
         let listenURL = configuration.listenDatabaseURL ?? (configuration.databasePoolMode == .session ? databaseURL : nil)

@@ -26,6 +26,8 @@ struct HTTPResult: Sendable {
 struct HTTPClient: Sendable {
     let port: Int
     var host = "127.0.0.1"
+    /// How long a request may wait for its answer (SO_RCVTIMEO).
+    var timeoutSeconds = 60
 
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -48,7 +50,7 @@ struct HTTPClient: Sendable {
     /// Sends one request on a new connection (`Connection: close`) and reads the whole response.
     func send(_ method: String, _ path: String, token: String? = nil, headers: [String: String] = [:],
               body: [UInt8]? = nil) throws -> HTTPResult {
-        let fd = try connect()
+        let fd = try connect(timeoutSeconds: timeoutSeconds)
         defer { close(fd) }
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
@@ -156,5 +158,48 @@ struct HTTPClient: Sendable {
             body = Array(body[0..<length])
         }
         return HTTPResult(status: status, headers: headers, body: body)
+    }
+}
+
+extension HTTPClient {
+    /// This client, waiting up to `seconds` for each answer.
+    func waiting(seconds: Int) -> HTTPClient {
+        var client = self
+        client.timeoutSeconds = seconds
+        return client
+    }
+
+    /// Sends each request on a connection of its own and leaves it open: a crowd of long polls.
+    /// `collect` reads the answers.
+    func open(_ method: String, _ path: String, token: String? = nil, json: String? = nil) throws -> Int32 {
+        let fd = try connect()
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host):\(port)\r\nConnection: close\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        let body = json.map { Array($0.utf8) }
+        if let body { head += "Content-Type: application/json\r\nContent-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        try writeAll(fd, Array(head.utf8) + (body ?? []))
+        return fd
+    }
+
+    /// Reads the connections `open` made until each is closed or `seconds` pass, and closes them:
+    /// each one's response, or nil for a connection closed without one (or still open then).
+    func collect(_ fds: [Int32], seconds: Double) -> [HTTPResult?] {
+        var data = [[UInt8]](repeating: [], count: fds.count)
+        var open = Set(fds.indices)
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while !open.isEmpty, Date() < deadline {
+            let order = Array(open)
+            var polled = order.map { pollfd(fd: fds[$0], events: Int16(POLLIN), revents: 0) }
+            let ready = poll(&polled, nfds_t(polled.count), 100)
+            guard ready > 0 else { continue }
+            for (slot, index) in order.enumerated() where polled[slot].revents != 0 {
+                let count = recv(fds[index], &buffer, buffer.count, 0)
+                if count > 0 { data[index].append(contentsOf: buffer[0..<count]) } else { open.remove(index) }
+            }
+        }
+        for fd in fds { close(fd) }
+        return fds.indices.map { index in open.contains(index) ? nil : try? parse(data[index]) }
     }
 }

@@ -11,6 +11,7 @@ import Synchronization
 /// it is back).
 public final class ChangeWaiter: Sendable {
     struct Waiting: Sendable {
+        let app: String
         let key: String
         let deadline: UInt64
         let deferral: Deferral
@@ -20,14 +21,19 @@ public final class ChangeWaiter: Sendable {
         let empty: @Sendable () -> Response
     }
 
+    /// A feed stays registered from `wait` until it is answered, so a notification that comes
+    /// while a pass reads it (or reads others) marks it due for the next pass: never lost.
     private struct State {
-        var waiting: [Waiting] = []
-        /// Keys ("app<US>uid") whose feeds changed since the last pass.
+        var waiting: [UInt64: Waiting] = [:]
+        var byKey: [String: Set<UInt64>] = [:]
+        /// Keys ("app<US>uid") whose feeds changed since the last pass took them.
         var due: Set<String> = []
         var allDue = false
+        var nextID: UInt64 = 0
     }
 
     let database: PostgresPool
+    public let gate: LongPollGate
     private let state = Mutex(State())
     private let loop = BackgroundLoop(label: "herald.changes.wait")
     private let closed = Atomic<Bool>(false)
@@ -35,8 +41,9 @@ public final class ChangeWaiter: Sendable {
     /// waiting feeds are read every second.
     let listening = Atomic<Bool>(false)
 
-    public init(database: PostgresPool) {
+    public init(database: PostgresPool, gate: LongPollGate) {
         self.database = database
+        self.gate = gate
     }
 
     static func key(app: String, uid: String) -> String { app + "\u{1F}" + uid }
@@ -44,13 +51,17 @@ public final class ChangeWaiter: Sendable {
     /// Feeds waiting now.
     public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
-    func wait(_ item: Waiting) {
+    /// Registers a feed to wait; `429 ERR_OVERLOADED` when the gate has no slot for it.
+    func wait(_ item: Waiting) throws(HTTPError) {
         if closed.load(ordering: .relaxed) {
             item.deferral.complete(item.empty())
             return
         }
+        try gate.enter(app: item.app, user: item.key)
         state.withLock { state in
-            state.waiting.append(item)
+            state.nextID += 1
+            state.waiting[state.nextID] = item
+            state.byKey[item.key, default: []].insert(state.nextID)
             state.due.insert(item.key)   // read once more now that it is registered
         }
         loop.wake()
@@ -59,9 +70,12 @@ public final class ChangeWaiter: Sendable {
     /// These users' feeds changed (a notification's payload).
     func changed(_ keys: some Sequence<String>) {
         let any = state.withLock { state -> Bool in
-            guard !state.waiting.isEmpty else { return false }
-            state.due.formUnion(keys)
-            return true
+            var any = false
+            for key in keys where state.byKey[key] != nil {
+                state.due.insert(key)
+                any = true
+            }
+            return any
         }
         if any { loop.wake() }
     }
@@ -75,9 +89,7 @@ public final class ChangeWaiter: Sendable {
     public func start() {
         closed.store(false, ordering: .relaxed)
         loop.start(pass: { [self] in pass() }, drain: { [self] in
-            for item in state.withLock({ state in defer { state.waiting.removeAll() }; return state.waiting }) {
-                item.deferral.complete(item.empty())
-            }
+            for (id, item) in state.withLock({ Array($0.waiting) }) { finish(id, item.empty()) }
         })
     }
 
@@ -86,37 +98,45 @@ public final class ChangeWaiter: Sendable {
         loop.stop(timeout: 10)
     }
 
+    /// Answers a waiting feed (once: a feed already answered is left alone) and frees its slot.
+    private func finish(_ id: UInt64, _ response: Response) {
+        let item = state.withLock { state -> Waiting? in
+            guard let item = state.waiting.removeValue(forKey: id) else { return nil }
+            state.byKey[item.key]?.remove(id)
+            if state.byKey[item.key]?.isEmpty == true { state.byKey[item.key] = nil }
+            return item
+        }
+        guard let item else { return }
+        gate.leave(app: item.app, user: item.key)
+        item.deferral.complete(response)
+    }
+
     private func pass() -> BackgroundLoop.Next {
         let listening = self.listening.load(ordering: .relaxed)
-        let (items, due, all) = state.withLock { state in
-            defer { state.waiting.removeAll(); state.due.removeAll(); state.allDue = false }
-            return (state.waiting, state.due, state.allDue || !listening)
-        }
-        var still: [Waiting] = []
-        let now = monotonicNanoseconds()
-        for item in items {
-            if all || due.contains(item.key) {
-                do {
-                    if let response = try database.withConnection({ try item.attempt($0) }) {
-                        item.deferral.complete(response)
-                        continue
-                    }
-                } catch let error as PostgresError where error.isUnavailable || error.code == .poolTimeout {
-                    item.deferral.complete(HTTPError.unavailable().response)
-                    continue
-                } catch let error as HTTPError {
-                    item.deferral.complete(error.response)
-                    continue
-                } catch {
-                    item.deferral.complete(HTTPError.internalError.response)
-                    continue
-                }
+        // The due feeds are taken, not the registrations: a change noted from here on is due
+        // again at the next pass.
+        let due = state.withLock { state -> [(UInt64, Waiting)] in
+            defer { state.due.removeAll(); state.allDue = false }
+            if state.allDue || !listening { return Array(state.waiting) }
+            return state.due.flatMap { key in
+                (state.byKey[key] ?? []).compactMap { id in state.waiting[id].map { (id, $0) } }
             }
-            if now >= item.deadline { item.deferral.complete(item.empty()) } else { still.append(item) }
         }
-        let nearest = still.map(\.deadline).min()
-        if !still.isEmpty { state.withLock { $0.waiting.append(contentsOf: still) } }
-        guard let nearest else { return .idle(seconds: 30) }
+        for (id, item) in due {
+            do {
+                if let response = try database.withConnection({ try item.attempt($0) }) { finish(id, response) }
+            } catch let error as PostgresError where error.isUnavailable || error.code == .poolTimeout {
+                finish(id, HTTPError.unavailable().response)
+            } catch let error as HTTPError {
+                finish(id, error.response)
+            } catch {
+                finish(id, HTTPError.internalError.response)
+            }
+        }
+        let now = monotonicNanoseconds()
+        let expired = state.withLock { state in state.waiting.filter { $0.value.deadline <= now } }
+        for (id, item) in expired { finish(id, item.empty()) }
+        guard let nearest = state.withLock({ $0.waiting.values.map(\.deadline).min() }) else { return .idle(seconds: 30) }
         let seconds = Double(nearest > now ? nearest - now : 0) / 1_000_000_000
         return .idle(seconds: listening ? min(seconds + 0.001, 30) : min(seconds + 0.001, 1))
     }

@@ -32,7 +32,8 @@ enum ChangesAPI {
         guard page.items.isEmpty, wait > 0, let deferral = context.request.deferral else { return .json(page) }
         // Nothing yet: the connection waits without a server thread until a change of this user
         // commits (NOTIFY) or the time is up.
-        context.services.changeWaiter.wait(.init(
+        try context.services.changeWaiter.wait(.init(
+            app: context.app,
             key: ChangeWaiter.key(app: context.app, uid: uid),
             deadline: monotonicNanoseconds() + UInt64(wait) * 1_000_000_000,
             deferral: deferral,

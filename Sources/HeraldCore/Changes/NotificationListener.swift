@@ -84,7 +84,7 @@ public final class NotificationListener: Sendable {
         case "herald_changes":
             changes.changed(notification.payload.split(separator: "\u{1E}").map(String.init))
         case "herald_jobs":
-            jobs.wake()
+            if notification.payload.isEmpty { jobs.wake() } else { jobs.wake(app: notification.payload) }
         default:
             break
         }

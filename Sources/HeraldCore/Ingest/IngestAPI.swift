@@ -20,7 +20,7 @@ enum IngestAPI {
         let (outcomes, jobsProduced) = (applied.outcomes, applied.jobsProduced)
         if outcomes.contains(where: { $0.status == .accepted }) {
             services.fanout.wake()
-            services.jobWaiter.wake()
+            services.jobWaiter.wake(app: context.app)
             services.delivery.wake()
             services.inboxRefresher.wake()
         }

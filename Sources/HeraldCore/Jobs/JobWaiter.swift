@@ -20,44 +20,76 @@ public final class JobWaiter: Sendable {
         let deferral: Deferral
     }
 
+    /// A claim stays registered from `wait` until it is answered, so jobs that come while a pass
+    /// runs mark its app due for the next pass: never lost.
+    private struct State {
+        var waiting: [UInt64: Waiting] = [:]
+        /// Each app's waiting claims, oldest first (they are tried in that order).
+        var byApp: [String: [UInt64]] = [:]
+        /// Apps that may have claimable jobs since the last pass took them.
+        var due: Set<String> = []
+        var allDue = false
+        var nextID: UInt64 = 0
+    }
+
     let database: PostgresPool
     let metrics: Metrics
-    private let waiting = Mutex<[Waiting]>([])
+    public let gate: LongPollGate
+    private let state = Mutex(State())
     private let loop = BackgroundLoop(label: "herald.jobs.wait")
     /// Set by `stop()`: a claim that comes later is answered at once, never left waiting.
     private let closed = Atomic<Bool>(false)
     /// Whether `NotificationListener` is connected (it sets this).
     let listening = Atomic<Bool>(false)
 
-    public init(database: PostgresPool, metrics: Metrics) {
+    public init(database: PostgresPool, metrics: Metrics, gate: LongPollGate) {
         self.database = database
         self.metrics = metrics
+        self.gate = gate
     }
 
-    /// Claims waiting now (one being tried is not counted while it is).
-    public var waitingCount: Int { waiting.withLock { $0.count } }
+    /// Claims waiting now.
+    public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
-    /// Adds a claim to wait; it is answered at once if the waiter is stopping.
-    func wait(_ item: Waiting) {
+    /// Registers a claim to wait; it is answered at once if the waiter is stopping, and refused
+    /// with `429 ERR_OVERLOADED` when the gate has no slot for it.
+    func wait(_ item: Waiting) throws(HTTPError) {
         if closed.load(ordering: .relaxed) {
             item.deferral.complete(Response.json(ClaimedJobs(jobs: [])))
             return
         }
-        waiting.withLock { $0.append(item) }
+        try gate.enter(app: item.app)
+        state.withLock { state in
+            state.nextID += 1
+            state.waiting[state.nextID] = item
+            state.byApp[item.app, default: []].append(state.nextID)
+            state.due.insert(item.app)   // tried once more now that it is registered
+        }
         loop.wake()
     }
 
-    /// New jobs may exist: look now.
-    public func wake() { loop.wake() }
+    /// New jobs of `app` may exist (a NOTIFY herald_jobs with its app, a release, a retry).
+    public func wake(app: String) {
+        let any = state.withLock { state -> Bool in
+            guard state.byApp[app] != nil else { return false }
+            state.due.insert(app)
+            return true
+        }
+        if any { loop.wake() }
+    }
+
+    /// New jobs of any app may exist: look now.
+    public func wake() {
+        state.withLock { $0.allDue = true }
+        loop.wake()
+    }
 
     public func start() {
         closed.store(false, ordering: .relaxed)
         // When woken (new jobs, a new claim) or when the next job or deadline is due.
         loop.start(pass: { [self] in pass() }, drain: { [self] in
             // Answer whoever still waits, so that shutdown can drain.
-            for item in waiting.withLock({ state in defer { state.removeAll() }; return state }) {
-                item.deferral.complete(Response.json(ClaimedJobs(jobs: [])))
-            }
+            for id in state.withLock({ Array($0.waiting.keys) }) { finish(id, Response.json(ClaimedJobs(jobs: []))) }
         })
     }
 
@@ -67,31 +99,56 @@ public final class JobWaiter: Sendable {
         loop.stop(timeout: 10)
     }
 
-    /// Tries every waiting claim once; says how long to wait before the next pass.
+    /// Answers a waiting claim (once) and frees its slot.
+    private func finish(_ id: UInt64, _ response: Response) {
+        let item = state.withLock { state -> Waiting? in
+            guard let item = state.waiting.removeValue(forKey: id) else { return nil }
+            state.byApp[item.app]?.removeAll { $0 == id }
+            if state.byApp[item.app]?.isEmpty == true { state.byApp[item.app] = nil }
+            return item
+        }
+        guard let item else { return }
+        gate.leave(app: item.app)
+        item.deferral.complete(response)
+    }
+
+    /// Tries the waiting claims of the apps that may have jobs (all of them when the pass comes
+    /// from a timer: a retry's backoff or a lease ended), oldest first; an app's first claim
+    /// that finds nothing ends that app's turn (the others would find nothing either). Says how
+    /// long to wait before the next pass.
     private func pass() -> BackgroundLoop.Next {
-        let items = waiting.withLock { state in defer { state.removeAll() }; return state }
-        var still: [Waiting] = []
-        for item in items {
-            do {
-                let (count, response) = try JobsAPI.claimOnce(app: item.app, max: item.max, leaseSeconds: item.leaseSeconds,
-                                                              database: database, metrics: metrics)
-                if count > 0 || monotonicNanoseconds() >= item.deadline {
-                    item.deferral.complete(response)
-                } else {
-                    still.append(item)
+        let listening = self.listening.load(ordering: .relaxed)
+        let turns = state.withLock { state -> [(String, [(UInt64, Waiting)])] in
+            defer { state.due.removeAll(); state.allDue = false }
+            let apps = state.allDue || state.due.isEmpty || !listening ? Array(state.byApp.keys) : Array(state.due)
+            return apps.map { app in (app, (state.byApp[app] ?? []).compactMap { id in state.waiting[id].map { (id, $0) } }) }
+        }
+        for (_, claims) in turns {
+            for (id, item) in claims {
+                do {
+                    let (count, response) = try JobsAPI.claimOnce(app: item.app, max: item.max, leaseSeconds: item.leaseSeconds,
+                                                                  database: database, metrics: metrics)
+                    if count > 0 {
+                        finish(id, response)
+                    } else {
+                        break
+                    }
+                } catch let error as PostgresError where error.isUnavailable || error.code == .poolTimeout {
+                    finish(id, HTTPError.unavailable().response)
+                } catch {
+                    finish(id, HTTPError.internalError.response)
                 }
-            } catch let error as PostgresError where error.isUnavailable || error.code == .poolTimeout {
-                item.deferral.complete(HTTPError.unavailable().response)
-            } catch {
-                item.deferral.complete(HTTPError.internalError.response)
             }
         }
-        if !still.isEmpty { waiting.withLock { $0.append(contentsOf: still) } }
-        guard listening.load(ordering: .relaxed) else { return .idle(seconds: 0.25) }
-        guard let deadline = still.map(\.deadline).min() else { return .idle(seconds: 30) }
         let now = monotonicNanoseconds()
+        for id in state.withLock({ state in state.waiting.filter { $0.value.deadline <= now }.map(\.key) }) {
+            finish(id, Response.json(ClaimedJobs(jobs: [])))
+        }
+        guard listening else { return .idle(seconds: 0.25) }
+        let (deadline, apps) = state.withLock { ($0.waiting.values.map(\.deadline).min(), Array($0.byApp.keys)) }
+        guard let deadline else { return .idle(seconds: 30) }
         var seconds = Double(deadline > now ? deadline - now : 0) / 1_000_000_000
-        if let due = try? nextDue(apps: Array(Set(still.map(\.app)))) { seconds = min(seconds, due) }
+        if let due = try? nextDue(apps: apps) { seconds = min(seconds, due) }
         return .idle(seconds: min(seconds + 0.001, 30))
     }
 

@@ -43,7 +43,7 @@ enum JobsAPI {
                                               metrics: context.services.metrics)
         guard count == 0, wait > 0, let deferral = context.request.deferral else { return response }
         // Nothing yet: the connection waits without a server thread until jobs come or time is up.
-        context.services.jobWaiter.wait(.init(app: context.app, max: max, leaseSeconds: lease,
+        try context.services.jobWaiter.wait(.init(app: context.app, max: max, leaseSeconds: lease,
                                               deadline: monotonicNanoseconds() + UInt64(wait) * 1_000_000_000,
                                               deferral: deferral))
         return .deferred

@@ -28,6 +28,15 @@ public struct Configuration: Sendable, Equatable {
     public var maxBodyBytes: Int
     /// Most open connections (`HERALD_MAX_CONNECTIONS`).
     public var maxConnections: Int
+    /// Long polls (claims and feeds with `waitSeconds`) waiting at once (`HERALD_MAX_LONG_POLLS`,
+    /// default half of `maxConnections`, so that short requests always find a connection); more
+    /// are answered `429 ERR_OVERLOADED` at once.
+    public var maxLongPolls = 2048
+    /// Long polls of one app waiting at once (`HERALD_MAX_LONG_POLLS_PER_APP`, default half of
+    /// `maxLongPolls`), so that one tenant cannot take every slot.
+    public var maxLongPollsPerApp = 1024
+    /// Feed long polls of one user waiting at once (`HERALD_MAX_LONG_POLLS_PER_USER`, default 10).
+    public var maxLongPollsPerUser = 10
     /// Seconds an idle connection is kept (`HERALD_IDLE_TIMEOUT_SECONDS`).
     public var idleTimeoutSeconds: Int
     /// Seconds a new connection has to send a whole request head (`HERALD_HEADER_TIMEOUT_SECONDS`).
@@ -56,7 +65,7 @@ public struct Configuration: Sendable, Equatable {
     public static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
-        maxConnections: 1024, idleTimeoutSeconds: 60, headerTimeoutSeconds: 10, ingestMaxInFlight: 12, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
+        maxConnections: 4096, idleTimeoutSeconds: 60, headerTimeoutSeconds: 10, ingestMaxInFlight: 12, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
@@ -71,7 +80,10 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_LISTEN_DATABASE_URL", "URL for LISTEN/NOTIFY (default DATABASE_URL; behind a transaction pooler, one that bypasses it)"),
         ("HERALD_DELIVERY_POOL_SIZE", "database connections of built-in delivery, apart from the requests' (default 4)"),
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
-        ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 1024)"),
+        ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 4096)"),
+        ("HERALD_MAX_LONG_POLLS", "long polls (claims, feeds with waitSeconds) waiting at once; more get 429 (default: half of HERALD_MAX_CONNECTIONS)"),
+        ("HERALD_MAX_LONG_POLLS_PER_APP", "long polls of one app waiting at once (default: half of HERALD_MAX_LONG_POLLS)"),
+        ("HERALD_MAX_LONG_POLLS_PER_USER", "feed long polls of one user waiting at once (default 10)"),
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
         ("HERALD_HEADER_TIMEOUT_SECONDS", "a new connection's deadline for its request head (default 10)"),
         ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests processed at once (default 3/4 of the threads)"),
@@ -123,6 +135,9 @@ public struct Configuration: Sendable, Equatable {
         if let size = try integer("HERALD_DELIVERY_POOL_SIZE", 1...256) { deliveryPoolSize = size }
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
+        maxLongPolls = try integer("HERALD_MAX_LONG_POLLS", 1...1_000_000) ?? max(1, maxConnections / 2)
+        maxLongPollsPerApp = try integer("HERALD_MAX_LONG_POLLS_PER_APP", 1...1_000_000) ?? max(1, maxLongPolls / 2)
+        if let perUser = try integer("HERALD_MAX_LONG_POLLS_PER_USER", 1...1_000) { maxLongPollsPerUser = perUser }
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
         if let head = try integer("HERALD_HEADER_TIMEOUT_SECONDS", 1...3_600) { headerTimeoutSeconds = head }
         ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...512) ?? max(1, threads * 3 / 4)
