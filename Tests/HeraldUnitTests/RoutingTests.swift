@@ -174,6 +174,27 @@ struct RoutingTests {
         #expect(!settings.isStale(eventTime: 0, now: now))
     }
 
+    @Test("a subscription judged at a time: an unsubscribe counts from its own time, a re-subscription from its start (issue 32, item 11)")
+    func judgedAt() {
+        func state(_ subscribed: Bool?, since: Int64?, manual: Int64? = nil, unsubscribed: Int64?, at: Int64) -> Routing.SubscriptionState {
+            Routing.SubscriptionState(subscribed: subscribed, since: since, manualAt: manual, unsubscribedAt: unsubscribed, judgedAt: at)
+        }
+        #expect(state(nil, since: nil, unsubscribed: nil, at: 50) == .none)
+        // unsubscribed at 100: not yet at 99, from 100 on
+        #expect(state(false, since: 100, unsubscribed: 100, at: 99) == .none)
+        #expect(state(false, since: 100, unsubscribed: 100, at: 100) == .unsubscribed)
+        #expect(state(false, since: 100, unsubscribed: 100, at: 500) == .unsubscribed)
+        // subscribed again at 200 (a newer reply, or a PUT): unsubscribed in between
+        #expect(state(true, since: 200, unsubscribed: 100, at: 150) == .unsubscribed)
+        #expect(state(true, since: 200, manual: 200, unsubscribed: 100, at: 200) == .subscribed)
+        #expect(state(true, since: 200, unsubscribed: 100, at: 50) == .none)
+        // never unsubscribed: subscribed from its start
+        #expect(state(true, since: 200, unsubscribed: nil, at: 199) == .none)
+        #expect(state(true, since: 200, unsubscribed: nil, at: 200) == .subscribed)
+        // messages keep their rule: an unsubscribe holds for anything routed after it
+        #expect(Routing.SubscriptionState(subscribed: false, since: 100, manualAt: nil, unsubscribedAt: 100, asOf: 50) == .unsubscribed)
+    }
+
     @Test("an expired mute does not silence")
     func expiredMute() {
         var input = Self.input(reply: false, type: .oneOnOne)

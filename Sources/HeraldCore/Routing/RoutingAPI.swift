@@ -160,7 +160,7 @@ extension RoutingAPI {
         input.onReply = try row.decode("parent_id", as: String?.self) != nil
         input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                        manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                       asOf: addedAt)
+                                                       judgedAt: addedAt)
         let decision = Routing.decide(input)
         var steps = decision.steps
         var notified = decision.notified

@@ -22,6 +22,23 @@ public enum Routing {
                 else { self = unsubscribedAt == nil ? .none : .unsubscribed }
             }
         }
+
+        /// The recipient's subscription at the time `at` itself, explicit calls judged at their
+        /// own times too (SPEC §11.2: a reaction on a reply "in a thread r had unsubscribed from at
+        /// `at`"): an unsubscribe made after `at` was not in force yet; one made at or before it
+        /// holds unless the row was subscribed again (a manual subscribe or a trigger after the
+        /// unsubscribe) by `at`. The row keeps only the latest unsubscribe and not the triggers it
+        /// voided, so before that unsubscribe the state reads as `.none`.
+        public init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, judgedAt at: Int64) {
+            // `since` of a subscribed row: its earliest surviving trigger or its manual subscribe,
+            // both after the unsubscribe
+            let subscribedBy = subscribed == true && (since ?? .max) <= at
+            if let unsubscribedAt, unsubscribedAt <= at {
+                self = subscribedBy ? .subscribed : .unsubscribed
+            } else {
+                self = subscribedBy ? .subscribed : .none
+            }
+        }
     }
 
     /// Reasons, strongest first (a message's; then a reaction's and a member action's, SPEC §11).
@@ -244,7 +261,8 @@ public enum Routing {
         public var wroteMessage = false
         /// The reacted message is a reply.
         public var onReply = false
-        /// The recipient's subscription to the reply's thread as of the reaction.
+        /// The recipient's subscription to the reply's thread at the reaction's time
+        /// (`SubscriptionState.init(…judgedAt:)`).
         public var subscription = SubscriptionState.none
 
         public init() {}
