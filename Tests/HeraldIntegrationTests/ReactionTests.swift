@@ -203,6 +203,7 @@ struct ReactionTests {
                        client: client)
         let privacy = try app.claimAll(client: client)
         #expect((privacy.first?["notification"] as? [String: Any])?["title"] as? String == "New reaction")
+        #expect((privacy.first?["notification"] as? [String: Any])?["body"] as? String == "New reaction", "SPEC §11.2: the privacy body")
     }
 
     @Test("invalid reaction events are rejected naming the field; the rest of the batch applies")
