@@ -174,6 +174,22 @@ struct RoutingTests {
         #expect(!settings.isStale(eventTime: 0, now: now))
     }
 
+    @Test("an edit notifies only the users it newly mentions; sender, access and staleness are judged first (issue 32, item 13)")
+    func edit() {
+        var input = Self.input(reply: true, type: .group, replies: "DONT_SUBSCRIBE")
+        input.isEdit = true
+        #expect(Routing.decide(input).code == "NOT_NEWLY_MENTIONED")
+        input.stale = true
+        #expect(Routing.decide(input).code == "STALE")
+        input.stale = false
+        input.mentionedExplicitly = true
+        #expect(Routing.decide(input).code == "REPLIES_PREFERENCE", "newly mentioned: the mention rule of §8.1")
+        input.preferences.replies = .subscribeToAll
+        #expect(Routing.decide(input).outcome == .notified(.mention))
+        input.isSender = true
+        #expect(Routing.decide(input).code == "SENDER")
+    }
+
     @Test("a subscription judged at a time: an unsubscribe counts from its own time, a re-subscription from its start (issue 32, item 11)")
     func judgedAt() {
         func state(_ subscribed: Bool?, since: Int64?, manual: Int64? = nil, unsubscribed: Int64?, at: Int64) -> Routing.SubscriptionState {

@@ -58,6 +58,8 @@ public enum Routing {
         /// The event was older than the app's `maxEventAgeSeconds` when it was applied (SPEC §11.5).
         case stale = "STALE"
         case reactionsPreference = "REACTIONS_PREFERENCE", groupActionsPreference = "GROUP_ACTIONS_PREFERENCE"
+        /// A `message.edited` event: the recipient is not among the users it newly mentions.
+        case notNewlyMentioned = "NOT_NEWLY_MENTIONED"
     }
 
     /// The recipient's effective preferences for the message's conversation type.
@@ -92,6 +94,9 @@ public enum Routing {
         public var hasAccess = true
         /// The event was older than `maxEventAgeSeconds` when Herald applied it.
         public var stale = false
+        /// The event is a `message.edited`, which notifies only the users it newly mentions (SPEC
+        /// §8.1); `mentionedExplicitly` then means newly mentioned by the edit.
+        public var isEdit = false
         /// The recipient's subscription to the message's thread, after SPEC §5.1 is applied for it.
         public var subscription = SubscriptionState.none
         public var mentionedExplicitly = false
@@ -151,6 +156,9 @@ public enum Routing {
         guard input.hasAccess else { return skip(.noAccess, "the recipient has no access to the conversation") }
         steps.append("has access")
         if input.stale { return skip(.stale, "the event was older than the app's maxEventAgeSeconds when Herald applied it") }
+        if input.isEdit && !input.mentionedExplicitly {
+            return skip(.notNewlyMentioned, "an edit notifies only the users it newly mentions")
+        }
 
         let mentioned = input.mentionedExplicitly || input.mentionedAll
         let preferences = input.preferences
