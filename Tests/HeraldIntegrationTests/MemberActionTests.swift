@@ -117,6 +117,7 @@ struct MemberActionTests {
         try app.ingest([Events.member("p1", "member.joined", uid: "pia", at: past + 5)], client: client)
         let privacy = try app.claimAll(client: client)
         #expect((privacy.first?["notification"] as? [String: Any])?["title"] as? String == "Group update")
+        #expect(body(privacy.first) == "Group update", "SPEC §11.3: the privacy body")
         // a notice nobody claimed yet is cancelled with its group
         try app.ingest([Events.member("q1", "member.joined", uid: "quin", at: past + 5)], client: client)
         try app.ingest([Events.event("gd", "group.deleted", ["guid": "g1", "at": past + 6]),

@@ -90,6 +90,25 @@ struct ReactionTests {
         #expect(unknown.status == 404 && (unknown.json["error"] as? [String: Any])?["code"] as? String == "ERR_MESSAGE_ID_NOT_FOUND")
     }
 
+    @Test("a thread's unsubscribe is judged at the reaction's time: made before it but delivered after, the reaction notifies (issue 32, item 11)")
+    func unsubscribeAtReactionTime() throws {
+        let app = try group()
+        try app.patch("/v1/users/dave/preferences", #"{"groupPreferences": {"reactions": "SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES"}}"#, client: client)
+        try app.ingest([Events.message("e2", id: "m2", sender: "bob", parent: "m1", at: past + 20, text: "yes")], client: client)
+        _ = try app.claimAll(client: client)
+        #expect(try client.delete("/v1/users/dave/threads/m1/subscription", token: app.serverKey).status == 200)
+        // r2 was made an hour before dave's unsubscribe, and arrives after it; r3 is made after it
+        try app.ingest([Events.reaction("re2", id: "r2", message: "m2", reactor: "carol", at: past + 30)], client: client)
+        try app.ingest([Events.reaction("re3", id: "r3", message: "m2", reactor: "carol", reaction: "🎉", at: nowMilliseconds() + 1_000)],
+                       client: client)
+        let dave = try app.claimAll(client: client).filter { $0["recipient"] as? String == "dave" }
+        #expect(dave.map { ($0["data"] as? [String: Any])?["reactionId"] as? String } == ["r2"], "\(dave)")
+        let before = try explain(app, "dave", "m2", event: "chat/re2").json
+        #expect(before["notified"] as? Bool == true && before["reason"] as? String == "reactionOnMessage" && before["jobId"] as? String != nil,
+                "\(before)")
+        #expect(try explain(app, "dave", "m2", event: "chat/re3").json["reason"] as? String == "UNSUBSCRIBED")
+    }
+
     @Test("a removal before its reaction.added leaves no job; after a claim it retracts once; an unclaimed job is cancelled")
     func removal() throws {
         let app = try group()
@@ -184,6 +203,7 @@ struct ReactionTests {
                        client: client)
         let privacy = try app.claimAll(client: client)
         #expect((privacy.first?["notification"] as? [String: Any])?["title"] as? String == "New reaction")
+        #expect((privacy.first?["notification"] as? [String: Any])?["body"] as? String == "New reaction", "SPEC §11.2: the privacy body")
     }
 
     @Test("invalid reaction events are rejected naming the field; the rest of the batch applies")

@@ -123,6 +123,33 @@ struct SubscriptionRulesTests {
         #expect(try state(app, "bob", "p1")["subscribed"] as? Bool == false)
     }
 
+    @Test("the parent's author named only by later replies is subscribed, inboxed and pushed whatever the delivery order (issue 32, item 10)")
+    func parentAuthorNamedLater() throws {
+        var outcomes: [String] = []
+        // The parent never arrives; r1 does not name its author, r2 and r3 name bob.
+        for order in [["r1", "r2", "r3"], ["r3", "r2", "r1"], ["r2", "r1", "r3"]] {
+            let app = try app()
+            try app.patch("/v1/users/bob/preferences", #"{"groupPreferences": {"replies": "SUBSCRIBE_TO_SUBSCRIBED_THREADS"}}"#,
+                          client: client)
+            let events = [
+                "r1": Events.message("e1", id: "r1", sender: "alice", parent: "p1", at: past + 10),
+                "r2": Events.message("e2", id: "r2", sender: "carol", parent: "p1", parentSender: "bob", at: past + 20),
+                "r3": Events.message("e3", id: "r3", sender: "dave", parent: "p1", parentSender: "bob", at: past + 30),
+            ]
+            for id in order { try app.ingest([events[id]!], client: client) }
+            let bob = try state(app, "bob", "p1")
+            #expect(bob["subscribed"] as? Bool == true && bob["reason"] as? String == "started", "\(order): \(bob)")
+            let inbox = try client.get("/v1/users/bob/threads", token: app.serverKey).json["data"] as? [[String: Any]] ?? []
+            let pushed = try app.claimAll(client: client).filter { $0["recipient"] as? String == "bob" }.map {
+                "\(($0["data"] as? [String: Any])?["messageId"] ?? "?"):\($0["reason"] ?? "?")"
+            }
+            outcomes.append("since \(bob["since"] ?? "-"), inbox \(inbox.map { "\($0["parentMessageId"] ?? "?"):\($0["replyCount"] ?? "?"):\($0["unreadReplyCount"] ?? "?")" }), jobs \(pushed.sorted())")
+        }
+        // started at the first reply that names bob; every reply unread; the replies from then on pushed
+        #expect(outcomes[0] == "since \(past + 20), inbox [\"p1:3:3\"], jobs [\"r2:subscribedThread\", \"r3:subscribedThread\"]", "\(outcomes)")
+        #expect(Set(outcomes).count == 1, "\(outcomes)")
+    }
+
     @Test("unsubscribe, then a newer reply by the same user: subscribed again")
     func newerOwnReply() throws {
         let app = try app()

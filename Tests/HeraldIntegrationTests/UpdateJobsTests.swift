@@ -52,6 +52,46 @@ struct UpdateJobsTests {
         #expect(byRecipient["dave"]?["kind"] as? String == "update")
     }
 
+    @Test("explain names an edit's event: the newly mentioned its mention job, the pushed their update, others not, a stale edit STALE (issue 32, item 13)")
+    func explainEdit() throws {
+        let app = try environment.makeApp(prefix: "update", members: ["alice", "bob", "carol", "dave", "erin"], joinedAt: past - 100_000)
+        func explain(_ uid: String, _ message: String, _ event: String) throws -> HTTPResult {
+            try client.get("/v1/users/\(uid)/messages/\(message)/routing?event=\(event.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+                           token: app.serverKey)
+        }
+        try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past, text: "lunch at 12", mentions: ["bob"])], client: client)
+        #expect(try claim(app, recipients: ["bob", "carol", "dave"]).count == 3, "erin's job waits unclaimed")
+        try app.ingest([Events.edit("e2", id: "m1", sender: "alice", at: past + 10, mentions: ["bob", "carol"], text: "lunch at 1")],
+                       client: client)
+        let jobs = Dictionary(uniqueKeysWithValues: try claim(app, recipients: ["bob", "carol", "dave"]).map {
+            ($0["recipient"] as? String ?? "", $0["id"] as? String ?? "")
+        })
+        #expect(jobs.count == 3)
+        let carol = try explain("carol", "m1", "chat/e2")
+        #expect(carol.status == 200 && carol.json["notified"] as? Bool == true && carol.json["reason"] as? String == "mention"
+                    && carol.json["jobId"] as? String == jobs["carol"], "newly mentioned: \(carol.text)")
+        let bob = try explain("bob", "m1", "chat/e2").json
+        #expect(bob["notified"] as? Bool == true && bob["reason"] as? String == "edited" && bob["jobId"] as? String == jobs["bob"], "\(bob)")
+        let erin = try explain("erin", "m1", "chat/e2").json
+        #expect(erin["notified"] as? Bool == false && erin["reason"] as? String == "NOT_NEWLY_MENTIONED" && erin["jobId"] is NSNull, "\(erin)")
+        #expect(try explain("alice", "m1", "chat/e2").json["reason"] as? String == "SENDER")
+        // the message's own event still explains the message
+        #expect(try explain("bob", "m1", "chat/e1").json["reason"] as? String == "mention")
+
+        // a day-old edit newly mentions dave: no job, and explain says why
+        try app.ingest([Events.message("e3", id: "m2", sender: "alice", at: nowMilliseconds() - 3 * 86_400_000, text: "old"),
+                        Events.edit("e4", id: "m2", sender: "alice", at: nowMilliseconds() - 2 * 86_400_000, mentions: ["dave"], text: "older")],
+                       client: client)
+        #expect(try claim(app).isEmpty)
+        for uid in ["dave", "erin"] {
+            let stale = try explain(uid, "m2", "chat/e4")
+            #expect(stale.status == 200 && stale.json["notified"] as? Bool == false && stale.json["reason"] as? String == "STALE", "\(uid): \(stale.text)")
+        }
+        // an edit of another message is no event of this one
+        let other = try explain("dave", "m1", "chat/e4")
+        #expect(other.status == 404 && (other.json["error"] as? [String: Any])?["code"] as? String == "ERR_MESSAGE_ID_NOT_FOUND")
+    }
+
     @Test("an unclaimed job shows the new text; messageEdited DONT_NOTIFY makes no update")
     func inPlaceAndOff() throws {
         let app = try environment.makeApp(prefix: "update", members: ["alice", "bob", "carol"], joinedAt: past - 100_000)

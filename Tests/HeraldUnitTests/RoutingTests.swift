@@ -174,6 +174,43 @@ struct RoutingTests {
         #expect(!settings.isStale(eventTime: 0, now: now))
     }
 
+    @Test("an edit notifies only the users it newly mentions; sender, access and staleness are judged first (issue 32, item 13)")
+    func edit() {
+        var input = Self.input(reply: true, type: .group, replies: "DONT_SUBSCRIBE")
+        input.isEdit = true
+        #expect(Routing.decide(input).code == "NOT_NEWLY_MENTIONED")
+        input.stale = true
+        #expect(Routing.decide(input).code == "STALE")
+        input.stale = false
+        input.mentionedExplicitly = true
+        #expect(Routing.decide(input).code == "REPLIES_PREFERENCE", "newly mentioned: the mention rule of §8.1")
+        input.preferences.replies = .subscribeToAll
+        #expect(Routing.decide(input).outcome == .notified(.mention))
+        input.isSender = true
+        #expect(Routing.decide(input).code == "SENDER")
+    }
+
+    @Test("a subscription judged at a time: an unsubscribe counts from its own time, a re-subscription from its start (issue 32, item 11)")
+    func judgedAt() {
+        func state(_ subscribed: Bool?, since: Int64?, manual: Int64? = nil, unsubscribed: Int64?, at: Int64) -> Routing.SubscriptionState {
+            Routing.SubscriptionState(subscribed: subscribed, since: since, manualAt: manual, unsubscribedAt: unsubscribed, judgedAt: at)
+        }
+        #expect(state(nil, since: nil, unsubscribed: nil, at: 50) == .none)
+        // unsubscribed at 100: not yet at 99, from 100 on
+        #expect(state(false, since: 100, unsubscribed: 100, at: 99) == .none)
+        #expect(state(false, since: 100, unsubscribed: 100, at: 100) == .unsubscribed)
+        #expect(state(false, since: 100, unsubscribed: 100, at: 500) == .unsubscribed)
+        // subscribed again at 200 (a newer reply, or a PUT): unsubscribed in between
+        #expect(state(true, since: 200, unsubscribed: 100, at: 150) == .unsubscribed)
+        #expect(state(true, since: 200, manual: 200, unsubscribed: 100, at: 200) == .subscribed)
+        #expect(state(true, since: 200, unsubscribed: 100, at: 50) == .none)
+        // never unsubscribed: subscribed from its start
+        #expect(state(true, since: 200, unsubscribed: nil, at: 199) == .none)
+        #expect(state(true, since: 200, unsubscribed: nil, at: 200) == .subscribed)
+        // messages keep their rule: an unsubscribe holds for anything routed after it
+        #expect(Routing.SubscriptionState(subscribed: false, since: 100, manualAt: nil, unsubscribedAt: 100, asOf: 50) == .unsubscribed)
+    }
+
     @Test("an expired mute does not silence")
     func expiredMute() {
         var input = Self.input(reply: false, type: .oneOnOne)

@@ -43,7 +43,9 @@ struct TemplateTests {
         #expect(Self.job(reason: "reactionOnOwnMessage", text: "", reaction: carol).push.body == "carol reacted 👍 to your message")
         #expect(Self.job(reason: "reactionOnMessage", text: "", sender: "", reaction: carol).push.body == "carol reacted 👍 to a message")
         #expect(Self.job(reason: "reactionOnOwnMessage", groupID: nil, reaction: carol).push.title == "carol")
-        #expect(Self.job(reason: "reactionOnOwnMessage", privacy: true, reaction: carol).push == ("New reaction", "You have a new reaction"))
+        // SPEC §11.2: the privacy body is `New reaction`; the title, which names nobody, the same label
+        #expect(Self.job(reason: "reactionOnOwnMessage", privacy: true, reaction: carol).push == ("New reaction", "New reaction"))
+        #expect(Self.job(reason: "reactionOnMessage", privacy: true, groupID: nil, reaction: carol).push == ("New reaction", "New reaction"))
         let json = try Self.written(own)
         #expect(json["notification"]?["tag"] == .string("r9") && json["notification"]?["collapseId"] == .string("r9"))
         #expect(json["data"]?["reactionId"] == .string("r9") && json["data"]?["reaction"] == .string("👍")
@@ -71,7 +73,8 @@ struct TemplateTests {
         var passive = facts
         passive.actor = nil
         #expect(Self.job(reason: "memberAction", action: passive).push.body == without)
-        #expect(Self.job(reason: "memberAction", privacy: true, action: facts).push == ("Group update", "A group you are in has changed"))
+        // SPEC §11.3: the privacy body is `Group update`; the title, which names nobody, the same label
+        #expect(Self.job(reason: "memberAction", privacy: true, action: facts).push == ("Group update", "Group update"))
         let json = try Self.written(job)
         #expect(json["notification"]?["tag"] == .string("g1") && json["notification"]?["collapseId"] == .string("g1"))
         #expect(json["data"]?["action"] == .string(action.rawValue) && json["data"]?["uid"] == .string("bob")

@@ -61,7 +61,8 @@ $$;
 
 -- Recomputes the subscriptions of the (uid, thread) keys from the facts (SPEC §5.1):
 --   triggers: the user's own replies ('reply'), mentions that are new in their message version
---   while the user was a member ('mention'), and authorship of the parent ('started');
+--   while the user was a member ('mention'), and authorship of the parent ('started': at the
+--   parent's time, or while it is unseen at the first reply whose parentSender names the user);
 --   an explicit unsubscribe at U voids every trigger at or before U and every 'started' trigger;
 --   an explicit subscribe after U subscribes.
 --   subscribed = any trigger or explicit subscribe survives; since/reason = the earliest one.
@@ -102,11 +103,14 @@ BEGIN
                                ELSE k.uid IN (k.user_a, k.user_b) END
                     ORDER BY mn.at LIMIT 1)
                   UNION ALL
-                  -- the parent's author: never after an explicit unsubscribe
+                  -- the parent's author: never after an explicit unsubscribe; at the parent's time,
+                  -- else at the first reply that names them (SPEC §5.1.2: a reply knows the author
+                  -- from the parent's message.created or from its own parentSender)
                   (SELECT st.at, 'started', 3
                      FROM (SELECT CASE WHEN k.parent_seen THEN k.parent_sent_at
                                        ELSE (SELECT min(r.sent_at) FROM messages r
-                                              WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen) END AS at) st
+                                              WHERE r.app = p_app AND r.parent_id = k.thread_id AND r.created_seen
+                                                AND r.parent_sender = k.uid) END AS at) st
                     WHERE k.u IS NULL AND k.author = k.uid AND st.at IS NOT NULL)
               ) candidates
               ORDER BY at, priority LIMIT 1

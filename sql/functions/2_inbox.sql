@@ -198,8 +198,8 @@ BEGIN
 END
 $$;
 
--- New replies in threads that only gained them: count and last reply added to the thread row
--- (no recount of the thread's replies). Returns the threads so updated.
+-- New replies in threads that only gained them: count, last reply and (parent unseen) author
+-- added to the thread row (no recount of the thread's replies). Returns the threads so updated.
 DROP FUNCTION IF EXISTS herald_add_replies(text, text[], text[], text[], text[]);
 CREATE OR REPLACE FUNCTION herald_add_replies(p_app text, p_threads text[], p_recount text[], p_new_replies text[])
     RETURNS text[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
@@ -215,7 +215,7 @@ BEGIN
                                WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen OFFSET 0) r
     ),
     grown AS (
-        SELECT f.parent_id AS thread_id, count(*) FILTER (WHERE f.deleted_at IS NULL) AS n,
+        SELECT f.parent_id AS thread_id, count(*) FILTER (WHERE f.deleted_at IS NULL) AS n, min(f.parent_sender) AS parent_sender,
                (array_agg(f.id ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_id
           FROM fresh f
          WHERE f.parent_id = ANY (p_threads) AND f.parent_id <> ALL (p_recount)
@@ -224,6 +224,9 @@ BEGIN
     updated AS (
         UPDATE threads t SET
             reply_count = t.reply_count + g.n,
+            -- while the parent is unseen the author is the least parentSender of the replies, as
+            -- herald_refresh_threads has it (least() passes over nulls)
+            author = CASE WHEN t.parent_seen THEN t.author ELSE least(t.author, g.parent_sender) END,
             last_reply_id = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
                                       (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.id ELSE t.last_reply_id END,
             last_reply_sender = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
@@ -291,12 +294,18 @@ BEGIN
         SELECT uid, thread_id, at FROM unnest(p_key_uids, p_key_threads, p_key_at) AS d(uid, thread_id, at)
         UNION ALL
         -- the parent's author, for the 'started' trigger: only while they have no row (a row, even
-        -- unsubscribed, stops it) or when the parent itself is in the batch
+        -- unsubscribed, stops it), when the parent itself is in the batch, or (parent unseen) when
+        -- a new reply names them earlier than their subscription's start, which it moves back
         SELECT t.author, t.parent_id, NULL FROM unnest(p_threads) AS x(id)
-          CROSS JOIN LATERAL (SELECT t.author, t.parent_id FROM threads t
+          CROSS JOIN LATERAL (SELECT t.author, t.parent_id, t.parent_seen FROM threads t
                                WHERE t.app = p_app AND t.parent_id = x.id AND t.author IS NOT NULL OFFSET 0) t
          WHERE t.parent_id = ANY (p_messages)
             OR NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = p_app AND s.uid = t.author AND s.thread_id = t.parent_id)
+            OR (NOT t.parent_seen
+                AND EXISTS (SELECT 1 FROM subscriptions s
+                              JOIN messages r ON r.app = p_app AND r.id = ANY (p_new_replies) AND r.parent_id = t.parent_id
+                                             AND r.parent_sender = t.author AND r.sent_at < s.since
+                             WHERE s.app = p_app AND s.uid = t.author AND s.thread_id = t.parent_id AND s.subscribed))
         UNION ALL
         SELECT mn.uid, mn.thread_id, NULL FROM unnest(p_messages) AS x(id)
           CROSS JOIN LATERAL (SELECT mn.uid, mn.thread_id FROM mentions mn WHERE mn.app = p_app AND mn.message_id = x.id OFFSET 0) mn

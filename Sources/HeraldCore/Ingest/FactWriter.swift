@@ -378,15 +378,18 @@ struct FactWriter {
             """, [app, e.map(\.id), e.map(\.conversation.id), e.map(\.conversation.receiverType), e.map(\.conversation.groupID),
                   e.map(\.conversation.userA), e.map(\.conversation.userB), e.map(\.sender), e.map(\.parentID)])
         // An edit that does not list mentions stores null: the mentions in force before it stay.
+        // The version keeps the event that brought it, for the explain endpoint's `?event=`.
         let versions = try connection.query("""
-            INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
+            INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text, event_source, event_id)
             SELECT $1, x.id, x.at,
                    CASE WHEN x.mentions IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)) END,
-                   x.mentions_all, x.text
-              FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[]) AS x(id, at, mentions, mentions_all, text)
+                   x.mentions_all, x.text, x.source, x.event_id
+              FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[])
+                   AS x(id, at, mentions, mentions_all, text, source, event_id)
             ON CONFLICT DO NOTHING
             RETURNING message_id, at
-            """, [app, e.map(\.id), e.map(\.editedAt), e.map { $0.mentions.map(Self.jsonArray) }, e.map(\.mentionsAll), e.map(\.text)])
+            """, [app, e.map(\.id), e.map(\.editedAt), e.map { $0.mentions.map(Self.jsonArray) }, e.map(\.mentionsAll), e.map(\.text),
+                  editEvents.map(\.source), editEvents.map(\.id)])
         // Only a version seen for the first time notifies (not a republished edit).
         var fresh: Set<[UInt8]> = []
         for row in versions {

@@ -71,9 +71,10 @@ struct Fanout {
             let preferences = Self.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"), manualAt: try row.decode("manual_at"),
                                                          unsubscribedAt: try row.decode("unsubscribed_at"), asOf: edit.editedAt)
-            let decision = Routing.decide(Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
-                                                     preferences: preferences, settings: settings,
-                                                     mutedUntil: try row.decode("muted_until"), now: now))
+            var input = Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
+                                   preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now)
+            input.isEdit = true
+            let decision = Routing.decide(input)
             guard case .notified(let reason) = decision.outcome else { continue }
             jobs.append((Created(event: item.event, message: message), uid, reason,
                          Self.privacy(settings: settings, preferences: preferences)))

@@ -129,11 +129,13 @@ struct JobPayload {
     /// Title and body from the default or the privacy template (uncut: see `push`).
     var notification: (title: String, body: String) {
         if let action = memberAction {
-            if privacy { return ("Group update", "A group you are in has changed") }
+            // SPEC §11.3's privacy text is the body; the title is the same label, naming nobody
+            if privacy { return ("Group update", "Group update") }
             return (groupID ?? "", Self.body(of: action))
         }
         if let reaction {
-            if privacy { return ("New reaction", "You have a new reaction") }
+            // SPEC §11.2's privacy text is the body; the title is the same label, naming nobody
+            if privacy { return ("New reaction", "New reaction") }
             let whose = reason == Routing.Reason.reactionOnOwnMessage.rawValue ? "your message"
                 : sender.isEmpty ? "a message" : "\(sender)'s message"
             return (groupID.map { "\(reaction.reactor) @ \($0)" } ?? reaction.reactor,

@@ -201,7 +201,7 @@ enum ReactionJobs {
             input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                            manualAt: try row.decode("manual_at"),
                                                            unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                           asOf: try row.decode("added_at"))
+                                                           judgedAt: try row.decode("added_at"))
             guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
             jobs.append(EventJobs.Row(event: item.event, messageID: try row.decode("message_id", as: String.self), subjectID: item.reactionID,
                                       recipient: uid, kind: "reaction", reason: reason.rawValue,

@@ -13,8 +13,8 @@ enum RoutingAPI {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let app = context.app
-        // `?event=<source>/<id>` picks one of the message's events (SPEC §11): its creation, or a
-        // reaction to it. Sources and ids may hold '/', so the text is matched whole.
+        // `?event=<source>/<id>` picks one of the message's events (SPEC §11): its creation, an
+        // edit of it, or a reaction to it. Sources and ids may hold '/', so the text is matched whole.
         let event = context.request.query["event"]
         if let event, event.isEmpty || event.utf8.count > 513 {
             throw HTTPError.badRequest("event must be <source>/<id>", params: ["field": "event"])
@@ -22,6 +22,9 @@ enum RoutingAPI {
         let explanation = try context.services.database.withConnection { connection -> RoutingExplanation in
             if let event, let reaction = try explainReaction(app: app, uid: uid, messageID: messageID, event: event, on: connection) {
                 return reaction
+            }
+            if let event, let edit = try explainEdit(app: app, uid: uid, messageID: messageID, event: event, on: connection) {
+                return edit
             }
             let rows = try connection.query("""
                 SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
@@ -52,7 +55,7 @@ enum RoutingAPI {
                                 params: ["field": "messageId"])
             }
             if let event, event != (try row.decode("event_source", as: String?.self) ?? "") + "/" + (try row.decode("event_id", as: String?.self) ?? "") {
-                throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "the message has no such event (its creation, or a reaction to it)",
+                throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "the message has no such event (its creation, an edit, or a reaction to it)",
                                 params: ["field": "event"])
             }
             let sender = try row.decode("sender", as: String.self)
@@ -103,6 +106,82 @@ extension RoutingAPI {
         guard let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
               case .string(let id)? = job["id"], case .string(let reason)? = job["reason"] else { return nil }
         return (id, reason)
+    }
+
+    /// The decision for `uid` of the edit of `messageID` whose message.edited is `event`
+    /// (`<source>/<id>`), as its jobs were decided (`Fanout.runEdits`, then `Updates.make`); nil
+    /// when no version of the message came from that event. The job the event made for the user
+    /// answers when there is one: a newly mentioned user's mention job, or the update of a push
+    /// they already had (SPEC §11.4); else the decision says why not.
+    static func explainEdit(app: String, uid: String, messageID: String, event: String,
+                            on connection: PostgresConnection) throws -> RoutingExplanation? {
+        let rows = try connection.query("""
+            SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.category, m.send_notification, v.at AS edited_at,
+                   CASE WHEN m.group_id IS NULL THEN $2 IN (m.user_a, m.user_b)
+                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                        WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = $2), false) END AS has_access,
+                   -- newly mentioned: in this version's mentions, not in those in force just before it
+                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = v.at AND mn.uid = $2)
+                     AND NOT coalesce((SELECT $2 = ANY (p.mentions) FROM message_versions p
+                                        WHERE p.app = $1 AND p.message_id = m.id AND p.at < v.at AND p.mentions IS NOT NULL
+                                        ORDER BY p.at DESC LIMIT 1), false) AS newly_mentioned,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
+                   (SELECT mu.until FROM user_mutes mu
+                     WHERE mu.app = $1 AND mu.uid = $2
+                       AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                       AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
+                   (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
+                     WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id
+                       AND j.event_source = v.event_source AND j.event_id = v.event_id
+                     ORDER BY j.id LIMIT 1) AS job,
+                   (SELECT e.received_at FROM events e
+                     WHERE e.app = $1 AND e.source = v.event_source AND e.id = v.event_id) AS applied_at
+              FROM messages m
+              JOIN message_versions v ON v.app = $1 AND v.message_id = m.id AND v.event_source || '/' || v.event_id = $4
+              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)
+             WHERE m.app = $1 AND m.id = $3 AND m.created_seen AND m.deleted_at IS NULL
+            """, [app, uid, messageID, event])
+        guard let row = rows.first else { return nil }
+        let editedAt = try row.decode("edited_at", as: Int64.self)
+        let groupID = try row.decode("group_id", as: String?.self)
+        let conversation = try groupID.map(Conversation.group)
+            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
+        // the edit as Fanout.runEdits routes it: the message at the edit's time
+        let message = DomainEvent.MessageCreated(
+            id: messageID, sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"),
+            parentSender: nil, sentAt: editedAt, category: try row.decode("category", as: String?.self) ?? "message", type: nil,
+            text: nil, mentions: [], mentionsAll: false, quotedMessageID: nil, quotedSender: nil,
+            sendNotification: try row.decode("send_notification"))
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+        let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                     manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                                                     asOf: editedAt)
+        var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("newly_mentioned"),
+                                 preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"),
+                                 now: currentTimeMilliseconds())
+        input.isEdit = true
+        input.hasAccess = try row.decode("has_access", as: Bool.self)
+        if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
+            input.stale = settings.isStale(eventTime: editedAt, now: appliedAt)
+        }
+        let decision = Routing.decide(input)
+        var steps = decision.steps
+        var notified = decision.notified
+        var reason = decision.code
+        var jobID: String?
+        if let (id, jobReason) = try producedJob(row) {
+            steps.insert(jobReason == "edited"
+                ? "job \(id) updates with the new text a push of the message the recipient already had (reason edited); the steps below are evaluated now"
+                : "job \(id) was produced when the edit arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
+            notified = true
+            reason = jobReason
+            jobID = id
+        } else if decision.notified {
+            steps.insert("no job was produced when the edit arrived (it predates a preference change); the steps below are evaluated now", at: 0)
+        }
+        return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
     }
 
     /// The decision for `uid` of the reaction to `messageID` whose reaction.added is `event`
@@ -160,7 +239,7 @@ extension RoutingAPI {
         input.onReply = try row.decode("parent_id", as: String?.self) != nil
         input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                        manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                       asOf: addedAt)
+                                                       judgedAt: addedAt)
         let decision = Routing.decide(input)
         var steps = decision.steps
         var notified = decision.notified

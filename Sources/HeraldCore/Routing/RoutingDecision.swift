@@ -22,6 +22,23 @@ public enum Routing {
                 else { self = unsubscribedAt == nil ? .none : .unsubscribed }
             }
         }
+
+        /// The recipient's subscription at the time `at` itself, explicit calls judged at their
+        /// own times too (SPEC §11.2: a reaction on a reply "in a thread r had unsubscribed from at
+        /// `at`"): an unsubscribe made after `at` was not in force yet; one made at or before it
+        /// holds unless the row was subscribed again (a manual subscribe or a trigger after the
+        /// unsubscribe) by `at`. The row keeps only the latest unsubscribe and not the triggers it
+        /// voided, so before that unsubscribe the state reads as `.none`.
+        public init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, judgedAt at: Int64) {
+            // `since` of a subscribed row: its earliest surviving trigger or its manual subscribe,
+            // both after the unsubscribe
+            let subscribedBy = subscribed == true && (since ?? .max) <= at
+            if let unsubscribedAt, unsubscribedAt <= at {
+                self = subscribedBy ? .subscribed : .unsubscribed
+            } else {
+                self = subscribedBy ? .subscribed : .none
+            }
+        }
     }
 
     /// Reasons, strongest first (a message's; then a reaction's and a member action's, SPEC §11).
@@ -41,6 +58,8 @@ public enum Routing {
         /// The event was older than the app's `maxEventAgeSeconds` when it was applied (SPEC §11.5).
         case stale = "STALE"
         case reactionsPreference = "REACTIONS_PREFERENCE", groupActionsPreference = "GROUP_ACTIONS_PREFERENCE"
+        /// A `message.edited` event: the recipient is not among the users it newly mentions.
+        case notNewlyMentioned = "NOT_NEWLY_MENTIONED"
     }
 
     /// The recipient's effective preferences for the message's conversation type.
@@ -75,6 +94,9 @@ public enum Routing {
         public var hasAccess = true
         /// The event was older than `maxEventAgeSeconds` when Herald applied it.
         public var stale = false
+        /// The event is a `message.edited`, which notifies only the users it newly mentions (SPEC
+        /// §8.1); `mentionedExplicitly` then means newly mentioned by the edit.
+        public var isEdit = false
         /// The recipient's subscription to the message's thread, after SPEC §5.1 is applied for it.
         public var subscription = SubscriptionState.none
         public var mentionedExplicitly = false
@@ -134,6 +156,9 @@ public enum Routing {
         guard input.hasAccess else { return skip(.noAccess, "the recipient has no access to the conversation") }
         steps.append("has access")
         if input.stale { return skip(.stale, "the event was older than the app's maxEventAgeSeconds when Herald applied it") }
+        if input.isEdit && !input.mentionedExplicitly {
+            return skip(.notNewlyMentioned, "an edit notifies only the users it newly mentions")
+        }
 
         let mentioned = input.mentionedExplicitly || input.mentionedAll
         let preferences = input.preferences
@@ -244,7 +269,8 @@ public enum Routing {
         public var wroteMessage = false
         /// The reacted message is a reply.
         public var onReply = false
-        /// The recipient's subscription to the reply's thread as of the reaction.
+        /// The recipient's subscription to the reply's thread at the reaction's time
+        /// (`SubscriptionState.init(…judgedAt:)`).
         public var subscription = SubscriptionState.none
 
         public init() {}
