@@ -125,6 +125,15 @@ public struct RequestPipeline: Sendable {
         if let error = error as? HTTPError { return error.response }
         if let error = error as? PostgresError {
             if error.code == .poolTimeout { return HTTPError.overloaded().response }
+            if error.code == .invalidParameter {
+                // Input that PostgreSQL cannot hold (a NUL) which no reader refused first
+                // (`Request.jsonBody` does for bodies, `Identifier` for ids): bad input, not a
+                // fault; logged so that the reader that let it through is found.
+                services.logger.warn("a parameter PostgreSQL cannot hold reached a statement", [
+                    "requestId": .string(request.id), "route": .string(pattern), "error": .string(String(describing: error)),
+                ])
+                return HTTPError.badRequest("a value contains a NUL character (U+0000)").response
+            }
             if error.isTransient {
                 services.logger.warn("transaction conflict", ["requestId": .string(request.id), "route": .string(pattern),
                                                               "sqlState": .string(error.sqlState ?? "")])
