@@ -82,6 +82,8 @@ fi
 # The server, on an ephemeral port, with its own admin token.
 HERALD_ADMIN_TOKEN="contract-admin-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
 export HERALD_ADMIN_TOKEN HERALD_LISTEN=127.0.0.1:0 HERALD_THREADS=4 HERALD_DRAIN_TIMEOUT_SECONDS=5
+# The webhook contract (contract_webhooks.py) and the console test deliver to 127.0.0.1.
+export HERALD_DELIVERY_ALLOW_PRIVATE=1
 "$HERALD_BIN" migrate >/dev/null
 app="contract-$(od -An -tx1 -N6 /dev/urandom | tr -d ' \n')"
 "$HERALD_BIN" apps create "$app" >/dev/null

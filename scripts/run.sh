@@ -35,6 +35,9 @@ if [ -z "${HERALD_ADMIN_TOKEN:-}" ]; then
   export HERALD_ADMIN_TOKEN
 fi
 export HERALD_LISTEN=${HERALD_LISTEN:-127.0.0.1:8080}
+# The README's webhook walk-through delivers to a receiver on this machine, which built-in
+# delivery refuses unless private addresses are allowed (SPEC §13.3); the banner says so.
+export HERALD_DELIVERY_ALLOW_PRIVATE=${HERALD_DELIVERY_ALLOW_PRIVATE:-1}
 
 scripts/demo.sh "$bin" "$state"
 keys="$state/demo-keys"
@@ -49,6 +52,7 @@ Herald is starting on http://$HERALD_LISTEN  (Ctrl-C stops it, and the local dat
   server key          $(key server)
   ingest key          $(key ingest)
   worker key          $(key worker)
+$([ "$HERALD_DELIVERY_ALLOW_PRIVATE" = 1 ] && echo "  delivery            HERALD_DELIVERY_ALLOW_PRIVATE=1: webhooks may go to this machine and private networks")
 
 Try:  curl -s http://$HERALD_LISTEN/readyz
       curl -s http://$HERALD_LISTEN/v1/whoami -H "Authorization: Bearer $(key server)"

@@ -26,6 +26,10 @@ static inline CURLcode herald_curl_get_pointer(CURL *handle, CURLINFO info, void
 static inline CURLMcode herald_curl_multi_set_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }
+/* CURLOPT_OPENSOCKETFUNCTION: called for each address libcurl is about to connect to. */
+static inline CURLcode herald_curl_set_opensocket(CURL *handle, curl_opensocket_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, value);
+}
 /* The easy handle and result of a finished transfer (CURLMSG_DONE), or 0 when the message is another kind. */
 static inline int herald_curl_done(CURLMsg *message, CURL **handle, CURLcode *result) {
     if (message->msg != CURLMSG_DONE) return 0;

@@ -30,6 +30,9 @@ public struct OutboundResponse: Sendable {
         case other(String)
         /// Not sent: `perform`'s `shouldStart` said no before its turn came.
         case notSent
+        /// Not connected: every address the host resolved to is internal (`OutboundAddress`),
+        /// and the client does not allow those. Nothing was sent and nothing was read.
+        case refusedAddress
     }
 
     /// The HTTP status; 0 when `failure` is set.
@@ -54,7 +57,10 @@ public struct OutboundResponse: Sendable {
 /// An HTTP client over libcurl's multi interface: one thread drives many requests at once (one
 /// client per delivering app), over connections kept open between calls (libcurl's connection cache, shared by the multi handle).
 /// TLS peers are verified (libcurl's defaults, with the system's CA bundle); only http and https
-/// URLs are followed, and no redirect is.
+/// URLs are followed, and no redirect is. Unless allowed, no connection is made to an internal
+/// address (`OutboundAddress.isInternal`): each address libcurl is about to connect to is judged
+/// in its open-socket callback, after the name was resolved, so a name that resolves to one at
+/// sending time (DNS rebinding) is refused as a literal address is.
 ///
 /// This module holds every call into libcurl. `perform` runs under a lock: one batch at a time.
 public final class HTTPClient: @unchecked Sendable {
@@ -80,6 +86,8 @@ public final class HTTPClient: @unchecked Sendable {
         var body: [UInt8] = []
         var retryAfter: String?
         var headers: UnsafeMutablePointer<curl_slist>?
+        /// Set when the open-socket callback refused an internal address.
+        var refusedAddress = false
         init(index: Int) {
             self.index = index
             started = Self.now()
@@ -95,14 +103,18 @@ public final class HTTPClient: @unchecked Sendable {
 
     private let state: Lock<State>
     private let userAgent: String
+    private let allowInternalAddresses: Bool
 
     /// `maxConnections`: connections kept open for reuse, across every host.
-    public init(userAgent: String, maxConnections: Int = 256) {
+    /// `allowInternalAddresses`: connect to loopback, private and other internal addresses too
+    /// (tests, closed networks).
+    public init(userAgent: String, maxConnections: Int = 256, allowInternalAddresses: Bool = false) {
         _ = Self.initialized
         let multi = curl_multi_init()!
         _ = herald_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, maxConnections)
         state = Lock(State(multi: multi))
         self.userAgent = userAgent
+        self.allowInternalAddresses = allowInternalAddresses
     }
 
     deinit {
@@ -245,12 +257,31 @@ public final class HTTPClient: @unchecked Sendable {
             return length
         }
         _ = herald_curl_set_pointer(handle, CURLOPT_HEADERDATA, context)
+        if !allowInternalAddresses {
+            _ = herald_curl_set_opensocket(handle) { context, _, address in
+                guard let context, let address else { return CURL_SOCKET_BAD }
+                let family = address.pointee.family
+                let addressOffset = MemoryLayout<curl_sockaddr>.offset(of: \curl_sockaddr.addr)!
+                guard let bytes = OutboundAddress.bytes(family: family, sockaddr: UnsafeRawPointer(address) + addressOffset),
+                      !OutboundAddress.isInternal(bytes) else {
+                    // libcurl tries the host's other addresses, if any; the transfer fails only
+                    // when none was public.
+                    Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue().refusedAddress = true
+                    return CURL_SOCKET_BAD
+                }
+                return socket(family, address.pointee.socktype, address.pointee.protocol)
+            }
+            _ = herald_curl_set_pointer(handle, CURLOPT_OPENSOCKETDATA, context)
+        }
         return code == CURLE_OK ? nil : .other("the URL's scheme is not http or https")
     }
 
     private func finish(_ handle: UnsafeMutableRawPointer, _ transfer: Transfer, code: CURLcode) -> OutboundResponse {
         let seconds = Double(Transfer.now() - transfer.started) / 1e9
         guard code == CURLE_OK else {
+            if transfer.refusedAddress {
+                return OutboundResponse(status: 0, retryAfter: nil, body: [], failure: .refusedAddress, seconds: seconds)
+            }
             let message = String(cString: curl_easy_strerror(code))
             let failure: OutboundResponse.Failure = switch code {
             case CURLE_OPERATION_TIMEDOUT: .timeout

@@ -2,13 +2,23 @@ import FoundationEssentials
 import JSON
 
 extension Request {
-    /// The body as a JSON value, read by the one parser every route uses; not JSON → 400.
+    /// The body as a JSON value, read by the one parser every route uses; not JSON → 400. A
+    /// string or key holding U+0000 (`\u0000`) is a 400 naming its path too: no route could
+    /// store or look it up (PostgreSQL text cannot hold NUL), so it is refused here, for every
+    /// route at once, rather than field by field (ingest, which records what it rejects, has
+    /// its own rules: `EventParser`).
     public func jsonBody() throws(HTTPError) -> JSONValue {
+        let value: JSONValue
         do {
-            return try JSONParser.parse(body)
+            value = try JSONParser.parse(body)
         } catch {
             throw HTTPError.invalidJSON(error)
         }
+        if let path = value.pathOfNUL {
+            throw HTTPError.badRequest("\(path.isEmpty ? "body" : path) must not contain NUL characters (U+0000)",
+                                       field: path.isEmpty ? nil : path)
+        }
+        return value
     }
 
     /// The body as a JSON object (an empty body is `{}`); with `fields`, a key outside them is

@@ -52,7 +52,8 @@ public final class HeraldServer: Sendable {
         deliveryDatabase = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.deliveryPoolSize, acquireTimeoutSeconds: 30,
             applicationName: "herald-delivery", prepareStatements: prepare))
-        let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger)
+        let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger,
+                                    allowPrivateAddresses: configuration.deliveryAllowPrivate)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, changeWaiter: changeWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),

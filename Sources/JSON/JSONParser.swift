@@ -364,3 +364,28 @@ extension JSONValue {
         }
     }
 }
+
+extension JSONValue {
+    /// The path (`delivery.url`, `jobs[0].token`; "" for the value itself) of the first string or
+    /// key holding U+0000, keys taken in sorted order; nil when there is none. JSON may carry
+    /// `\u0000`, but PostgreSQL's text and jsonb cannot hold it, so a reader refuses it by path.
+    public var pathOfNUL: String? {
+        switch self {
+        case .string(let text):
+            return text.utf8.contains(0) ? "" : nil
+        case .array(let values):
+            for (index, value) in values.enumerated() {
+                if let path = value.pathOfNUL { return "[\(index)]" + (path.isEmpty || path.hasPrefix("[") ? path : "." + path) }
+            }
+            return nil
+        case .object(let object):
+            for key in object.keys.sorted() {
+                if key.utf8.contains(0) { return key }
+                if let path = object[key]!.pathOfNUL { return key + (path.isEmpty || path.hasPrefix("[") ? path : "." + path) }
+            }
+            return nil
+        default:
+            return nil
+        }
+    }
+}

@@ -74,30 +74,40 @@ public final class PostgresConnection: @unchecked Sendable {
         handle = newHandle
     }
 
-    /// Makes sure the connection is alive before it is handed out: a connection the server closed
-    /// while it sat idle (restart, failover) has data or EOF waiting on its socket; reading that
-    /// lets libpq notice, and the connection is then replaced. Costs one `poll` with no wait.
+    /// Makes sure the connection is alive before it is handed out. A session the server ended
+    /// while the connection sat idle (restart, failover, `pg_terminate_backend`,
+    /// `idle_session_timeout`) has the server's last words waiting on its socket: a FATAL error,
+    /// then the end of the stream. libpq reads the error as a mere notice and still says
+    /// `CONNECTION_OK` (the end of the stream would only be seen by a later read), so anything
+    /// waiting other than notifications means the session is gone, and the connection is
+    /// replaced. Costs one `poll` with no wait.
     public func ensureAlive() throws {
         if mustReconnect {
             try connect()
             return
         }
-        if let handle, PQstatus(handle) == CONNECTION_OK {
-            let socket = PQsocket(handle)
-            if socket >= 0 {
-                var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-                if poll(&descriptor, 1, 0) > 0 {
-                    if PQconsumeInput(handle) == 0 || PQstatus(handle) != CONNECTION_OK {
-                        try connect()
-                        return
-                    }
-                    // Drop any notifications that arrived while idle.
-                    while let notify = PQnotifies(handle) { PQfreemem(notify) }
-                }
-            }
+        guard let handle, PQstatus(handle) == CONNECTION_OK else {
+            try connect()
             return
         }
-        try connect()
+        let socket = PQsocket(handle)
+        guard socket >= 0 else {
+            try connect()
+            return
+        }
+        var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, 0) > 0 else { return }
+        guard PQconsumeInput(handle) != 0, PQstatus(handle) == CONNECTION_OK else {
+            try connect()
+            return
+        }
+        // Parses what came; notifications that arrived while idle are dropped.
+        var notified = false
+        while let notify = PQnotifies(handle) {
+            notified = true
+            PQfreemem(notify)
+        }
+        if !notified || PQstatus(handle) != CONNECTION_OK { try connect() }
     }
 
     /// Waits at most `timeout` seconds for notifications on the channels this connection
@@ -240,7 +250,7 @@ public final class PostgresConnection: @unchecked Sendable {
             // connection unexpectedly"), even while PQstatus still says CONNECTION_OK.
             if sqlState == nil || (handle.map { PQstatus($0) != CONNECTION_OK } ?? true) {
                 close()
-                throw PostgresError(code: .connectionFailure, sqlState: sqlState, message: message, sql: sql)
+                throw PostgresError(code: .connectionLost, sqlState: sqlState, message: message, sql: sql)
             }
             if sqlState == PostgresError.readOnlyState { mustReconnect = true }
             throw PostgresError(code: .server, sqlState: sqlState, message: message,
@@ -251,7 +261,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private func connectionError(sql: String) -> PostgresError {
         let message = handle.flatMap { Self.trimmed(PQerrorMessage($0)) } ?? "connection lost"
         close()
-        return PostgresError(code: .connectionFailure, message: message, sql: sql)
+        return PostgresError(code: .connectionLost, message: message, sql: sql)
     }
 
     private static func trimmed(_ text: UnsafePointer<CChar>?) -> String? {

@@ -9,8 +9,12 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         public let rawValue: String
         /// A code by name (extensible).
         public init(_ rawValue: String) { self.rawValue = rawValue }
-        /// The connection could not be made, or broke (server down or restarting).
+        /// The connection could not be made (server down or restarting).
         public static let connectionFailure = Code("connectionFailure")
+        /// An open connection broke during a statement (the server restarted, failed over or
+        /// ended the session): the connection is closed, and the same work on a fresh one may
+        /// succeed at once.
+        public static let connectionLost = Code("connectionLost")
         /// The server answered a statement with an error (see `sqlState`).
         public static let server = Code("server")
         /// No connection became free within the pool's acquire timeout.
@@ -52,7 +56,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// True when the database is unreachable rather than the statement being wrong: callers map
     /// this to "service unavailable, retry later".
     public var isUnavailable: Bool {
-        if code == .connectionFailure || code == .poolClosed { return true }
+        if code == .connectionFailure || code == .connectionLost || code == .poolClosed { return true }
         guard let state = sqlState else { return false }
         // Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot
         // connect now; 25006: the server cannot write (a standby, or a primary being demoted).

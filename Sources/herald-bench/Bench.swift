@@ -59,6 +59,8 @@ final class Bench {
             say("starting \(binary) on 127.0.0.1:\(port) (log: /tmp/herald-bench-\(getpid()).log) …")
             heraldPID = try spawn([binary, "serve"], environment: [
                 "DATABASE_URL": databaseURL, "HERALD_LISTEN": "127.0.0.1:\(port)", "HERALD_ADMIN_TOKEN": adminToken,
+                // W7 delivers to a receiver in this process, on 127.0.0.1.
+                "HERALD_DELIVERY_ALLOW_PRIVATE": "1",
             ], logPath: "/tmp/herald-bench-\(getpid()).log")
         }
         let connection = BenchConnection(host: host, port: port)

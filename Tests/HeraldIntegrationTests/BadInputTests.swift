@@ -99,6 +99,47 @@ struct BadInputTests {
         }
     }
 
+    @Test("U+0000 anywhere in a JSON body is 400 ERR_BAD_REQUEST naming its path, on every route with a body, never a 500")
+    func nulInEveryBody() throws {
+        let app = try environment.makeApp()
+        let server = app.serverKey, worker = app.workerKey
+        // (method, path, token, body, the field named); `\u0000` is the JSON escape, sent as written.
+        let cases: [(String, String, String, String, String)] = [
+            ("POST", "/v1/apps", admin, #"{"id": "a\u0000"}"#, "id"),
+            ("POST", "/v1/apps/\(app.id)/keys", admin, #"{"role": "server", "label": "a\u0000b"}"#, "label"),
+            ("POST", "/v1/users/u1/subscriptions/lookup", server, #"{"messageIds": ["m1", "m\u0000"]}"#, "messageIds[1]"),
+            ("POST", "/v1/users/u1/messages/lookup", server, #"{"messageIds": ["m\u0000"]}"#, "messageIds[0]"),
+            ("PUT", "/v1/groups/g1/members", server, #"{"members": ["u\u0000"]}"#, "members[0]"),
+            ("POST", "/v1/users/u1/threads/m1/read", server, #"{"messageId": "m\u0000"}"#, "messageId"),
+            ("POST", "/v1/users/u1/threads/read", server, #"{"deviceId": "d\u0000"}"#, "deviceId"),
+            ("PATCH", "/v1/settings/notifications", server, #"{"timezone": "Europe/Paris\u0000"}"#, "timezone"),
+            ("PATCH", "/v1/settings/notifications", server, #"{"corsOrigins": ["https://a.example\u0000"]}"#, "corsOrigins[0]"),
+            ("PATCH", "/v1/settings/notifications", server,
+             #"{"delivery": {"mode": "webhook", "url": "https://hooks.example/\u0000"}}"#, "delivery.url"),
+            ("PATCH", "/v1/settings/notifications", server, #"{"privacyTemplateMode": "\u0000"}"#, "privacyTemplateMode"),
+            ("PATCH", "/v1/users/u1/preferences", server, #"{"timezone": "\u0000"}"#, "timezone"),
+            ("PATCH", "/v1/users/u1/preferences", server, #"{"groupPreferences": {"messages": "\u0000"}}"#, "groupPreferences.messages"),
+            ("POST", "/v1/settings/token-keys", server, #"{"alg": "RS256", "publicKey": "-----BEGIN PUBLIC KEY-----\u0000"}"#, "publicKey"),
+            ("POST", "/v1/settings/token-keys", server, #"{"alg": "HS256\u0000"}"#, "alg"),
+            ("PUT", "/v1/users/u1/devices/d1", server, #"{"platform": "fcm", "token": "t\u0000"}"#, "token"),
+            ("PUT", "/v1/users/u1/devices/d1", server, #"{"platform": "apns", "token": "t", "topic": "\u0000"}"#, "topic"),
+            ("PUT", "/v1/users/u1/mutes", server,
+             #"{"conversations": [{"id": "g\u0000", "type": "group", "until": 99999999999999}]}"#, "conversations[0].id"),
+            ("DELETE", "/v1/users/u1/mutes", server, #"{"conversations": [{"id": "g1", "type": "group\u0000"}]}"#, "conversations[0].type"),
+            ("POST", "/v1/jobs/fail", worker, #"{"jobs": [{"id": "j1", "attempt": 1, "error": "boom\u0000"}]}"#, "jobs[0].error"),
+            ("POST", "/v1/jobs/ack", worker, #"{"jobs": [{"id": "j1", "attempt": 1, "invalidDevices": ["d\u0000"]}]}"#,
+             "jobs[0].invalidDevices[0]"),
+            ("POST", "/v1/jobs/dead/requeue", server, #"{"ids": ["j1\u0000"]}"#, "ids[0]"),
+            ("POST", "/v1/jobs/claim", worker, #"{"max": 1, "x\u0000": 1}"#, "x\u{0}"),
+        ]
+        for (method, path, token, body, field) in cases {
+            let response = try client.send(method, path, token: token, headers: ["Content-Type": "application/json"],
+                                           body: Array(body.utf8))
+            #expect(response.status == 400 && response.errorCode == "ERR_BAD_REQUEST", "\(method) \(path) \(body): \(response.status) \(response.text)")
+            #expect(response.errorParams["field"] as? String == field, "\(method) \(path) \(body): \(response.text)")
+        }
+    }
+
     @Test("a whole number written 3.0 is an integer in every body, as JSON Schema (and the OpenAPI document) says")
     func wholeNumberFractions() throws {
         let app = try environment.makeApp()

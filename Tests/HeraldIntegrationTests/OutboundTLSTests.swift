@@ -36,7 +36,7 @@ struct OutboundTLSTests {
             kill(running.pid, SIGKILL)   // s_server does not stop on SIGTERM
             _ = running.wait()
         }
-        let client = HTTPClient(userAgent: "test")
+        let client = HTTPClient(userAgent: "test", allowInternalAddresses: true)
         let request = OutboundRequest(url: "https://127.0.0.1:\(port)/hook", headers: [], body: Array("{}".utf8), timeoutMs: 2000)
         var response = client.perform([request], concurrency: 1)[0]
         for _ in 0..<50 {

@@ -36,6 +36,24 @@ struct PostgresFailoverTests {
         #expect(readOnly == "off")
     }
 
+    @Test("a pooled connection whose session the server ended while it sat idle is replaced before it is handed out")
+    func endedWhileIdle() throws {
+        let environment = try TestEnvironment.shared()
+        let url = try #require(environment.server.service.services.configuration.databaseURL)
+        let pool = PostgresPool(configuration: .init(connectionString: url, size: 1))
+        defer { pool.close() }
+        let firstPID = try pool.withConnection { try $0.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self) }
+        // What a restart, a failover or pg_terminate_backend does to an idle session: the server
+        // sends a FATAL error and closes it.
+        let other = try environment.connection()
+        #expect(try other.query("SELECT pg_terminate_backend($1)", [firstPID])[0].decode(0, as: Bool.self))
+        #expect(try eventually(seconds: 5) {
+            try other.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [firstPID])[0].decode(0, as: Int.self) == 0
+        })
+        let pid = try pool.withConnection { try $0.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self) }
+        #expect(pid != firstPID)
+    }
+
     @Test("without prepared statements (HERALD_DB_POOL_MODE=transaction) no statement is left prepared on the server")
     func unnamedStatements() throws {
         let environment = try TestEnvironment.shared()

@@ -47,6 +47,36 @@ struct ReadinessTests {
         }
     }
 
+    @Test("after a PostgreSQL restart, once /readyz is 200, concurrent inbox and feed GETs all answer 200 (no dead pooled connection is used)")
+    func restartLeavesNoDeadConnections() throws {
+        let cluster = try PrivateCluster()
+        defer { cluster.destroy() }
+        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        let admin = TestEnvironment.adminToken
+        #expect(try client.post("/v1/apps", token: admin, json: #"{"id":"restart"}"#).status == 201)
+        let key = try client.post("/v1/apps/restart/keys", token: admin, json: #"{"role":"server"}"#).json["key"] as? String
+        let serverKey = try #require(key)
+        let paths = (0..<32).flatMap { ["/v1/users/u\($0)/threads", "/v1/users/u\($0)/changes"] }
+        /// Every path at once, each on a thread of its own; the statuses in the paths' order.
+        func concurrently() -> [Int] {
+            let results = paths.map { path in
+                Thread.detachNewThreadResult { (try? client.get(path, token: serverKey).status) ?? -1 }
+            }
+            return results.map { $0.wait(seconds: 60) ?? -2 }
+        }
+        // Every pooled connection is opened before the restart, so that the restart leaves them all dead.
+        #expect(concurrently().allSatisfy { $0 == 200 })
+
+        try cluster.stop()
+        try cluster.start()
+        #expect(try eventually(seconds: 30) { try client.get("/readyz").status == 200 })
+        let statuses = concurrently()
+        #expect(statuses.allSatisfy { $0 == 200 },
+                "statuses after the restart: \(Dictionary(statuses.map { ($0, 1) }, uniquingKeysWith: +))")
+    }
+
     @Test("/readyz is 503 when the schema is behind the binary")
     func schemaBehind() throws {
         let cluster = try PrivateCluster()

@@ -18,6 +18,7 @@ final class ServerProcess: Sendable {
         var environment = [
             "DATABASE_URL": databaseURL, "HERALD_LISTEN": "127.0.0.1:0",
             "HERALD_ADMIN_TOKEN": TestEnvironment.adminToken, "HERALD_THREADS": "4",
+            "HERALD_DELIVERY_ALLOW_PRIVATE": "1",   // receivers of the tests are on 127.0.0.1
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
         environment.merge(extra) { $1 }

@@ -39,8 +39,9 @@ final class TestEnvironment: Sendable {
         client = HTTPClient(port: server.port)
     }
 
-    /// A configuration for a server on an ephemeral port against `databaseURL`.
-    static func configuration(databaseURL: String? = nil) throws -> Configuration {
+    /// A configuration for a server on an ephemeral port against `databaseURL`; `overrides` sets
+    /// (or, with nil, removes) variables of the environment it is read from.
+    static func configuration(databaseURL: String? = nil, overrides: [String: String?] = [:]) throws -> Configuration {
         var environment = ProcessInfo.processInfo.environment
         guard let url = databaseURL ?? environment["DATABASE_URL"] else {
             throw TestSetupError(message: "DATABASE_URL is not set: run the tests with `make test`")
@@ -50,6 +51,9 @@ final class TestEnvironment: Sendable {
         environment["HERALD_ADMIN_TOKEN"] = adminToken
         environment["HERALD_THREADS"] = "8"
         environment["HERALD_DRAIN_TIMEOUT_SECONDS"] = "5"
+        // The delivery tests' receivers listen on 127.0.0.1 (DeliveryAddressTests runs without it).
+        environment["HERALD_DELIVERY_ALLOW_PRIVATE"] = "1"
+        for (name, value) in overrides { environment[name] = value }
         return try Configuration(environment: environment)
     }
 

@@ -23,8 +23,10 @@ struct ConfigurationTests {
             "HERALD_ADMIN_TOKEN": "0123456789abcdef", "HERALD_THREADS": "4", "HERALD_MAX_BODY_BYTES": "2048",
             "HERALD_MAX_CONNECTIONS": "10", "HERALD_IDLE_TIMEOUT_SECONDS": "5", "HERALD_DRAIN_TIMEOUT_SECONDS": "7",
             "HERALD_LOG_LEVEL": "WARN", "HERALD_DB_ACQUIRE_TIMEOUT_MS": "250", "HERALD_MIGRATIONS_DIR": "/m",
-            "HERALD_DEDUPE_RETENTION_DAYS": "30", "HERALD_INGEST_MAX_IN_FLIGHT": "3",
+            "HERALD_DEDUPE_RETENTION_DAYS": "30", "HERALD_INGEST_MAX_IN_FLIGHT": "3", "HERALD_DELIVERY_ALLOW_PRIVATE": "1",
         ])
+        #expect(configuration.deliveryAllowPrivate)
+        #expect(!Configuration.default.deliveryAllowPrivate, "internal delivery addresses are refused unless allowed")
         #expect(configuration.dedupeRetentionDays == 30)
         #expect(configuration.ingestMaxInFlight == 3)
         #expect(configuration.databaseURL == "postgresql:///x")
@@ -55,7 +57,7 @@ struct ConfigurationTests {
         ("HERALD_LISTEN", "8080"), ("HERALD_LISTEN", "host:99999"), ("HERALD_LISTEN", ":80"), ("HERALD_LISTEN", "::1:80"),
         ("HERALD_THREADS", "0"), ("HERALD_THREADS", "many"), ("HERALD_MAX_BODY_BYTES", "-1"),
         ("HERALD_LOG_LEVEL", "loud"), ("HERALD_ADMIN_TOKEN", "short"), ("HERALD_DEDUPE_RETENTION_DAYS", "3"),
-        ("HERALD_INGEST_MAX_IN_FLIGHT", "0"), ("HERALD_DB_POOL_MODE", "statement"),
+        ("HERALD_INGEST_MAX_IN_FLIGHT", "0"), ("HERALD_DB_POOL_MODE", "statement"), ("HERALD_DELIVERY_ALLOW_PRIVATE", "yes"),
     ])
     func malformed(variable: String, value: String) {
         #expect(throws: ConfigurationError.self) { try Configuration(environment: [variable: value]) }

@@ -33,6 +33,11 @@ struct DeliveryRequestTests {
         #expect(outcome(Self.response(0, failure: .timeout)) == .retry(afterMs: nil, error: "no answer within the timeout"))
         #expect(outcome(Self.response(0, failure: .connect("refused"))) == .retry(afterMs: nil, error: "connection failed: refused"))
         #expect(outcome(Self.response(0, failure: .notSent)) == .notSent)
+        guard case .dead(let refused) = outcome(Self.response(0, failure: .refusedAddress)) else {
+            Issue.record("an internal address must be a permanent failure")
+            return
+        }
+        #expect(refused.contains("HERALD_DELIVERY_ALLOW_PRIVATE") && !refused.contains("127."), "\(refused)")
         #expect(outcome(Self.response(200, body: #"{"invalidDevices": ["a", 7, "b/c", "d"]}"#)) == .delivered(invalidDevices: ["a", "d"]))
         #expect(outcome(Self.response(200, body: "not json")) == .delivered(invalidDevices: []))
         #expect(DeliveryRequest.statusClass(Self.response(503)) == "5xx" && DeliveryRequest.statusClass(Self.response(0, failure: .timeout)) == "timeout")

@@ -22,7 +22,7 @@ struct HTTPClientTests {
         try server.start()
         defer { server.shutdown(drainTimeoutSeconds: 1) }
         let base = "http://127.0.0.1:\(server.port)"
-        let client = HTTPClient(userAgent: "test")
+        let client = HTTPClient(userAgent: "test", allowInternalAddresses: true)
         var concurrent = 0, peak = 0
         let requests = [OutboundRequest(url: base + "/busy", headers: ["X-One: 1"], body: Array("hello".utf8), timeoutMs: 2000),
                         OutboundRequest(url: base + "/body", headers: [], body: [], timeoutMs: 2000)]
@@ -55,7 +55,7 @@ struct HTTPClientTests {
         let refused = "http://127.0.0.1:\(closed.port)/"
         closed.shutdown(drainTimeoutSeconds: 1)
         defer { server.shutdown(drainTimeoutSeconds: 1) }
-        let client = HTTPClient(userAgent: "test")
+        let client = HTTPClient(userAgent: "test", allowInternalAddresses: true)
         let responses = client.perform([OutboundRequest(url: slow, headers: [], body: [], timeoutMs: 100),
                                         OutboundRequest(url: refused, headers: [], body: [], timeoutMs: 1000),
                                         OutboundRequest(url: "file:///etc/passwd", headers: [], body: [], timeoutMs: 1000)],

@@ -12,13 +12,16 @@ public final class DeliveryLoop: Sendable {
     let database: PostgresPool
     let metrics: Metrics
     let logger: Logger
+    /// `HERALD_DELIVERY_ALLOW_PRIVATE`: whether receivers may be at internal addresses.
+    let allowPrivateAddresses: Bool
     private let loop = BackgroundLoop(label: "herald.delivery")
     private let deliverers = Mutex<[String: AppDeliverer]>([:])
 
-    public init(database: PostgresPool, metrics: Metrics, logger: Logger) {
+    public init(database: PostgresPool, metrics: Metrics, logger: Logger, allowPrivateAddresses: Bool = false) {
         self.database = database
         self.metrics = metrics
         self.logger = logger
+        self.allowPrivateAddresses = allowPrivateAddresses
     }
 
     /// New jobs may exist: every deliverer looks now.
@@ -81,7 +84,8 @@ public final class DeliveryLoop: Sendable {
                 if let deliverer = current[app] {
                     deliverer.update(settings)
                 } else {
-                    let deliverer = AppDeliverer(app: app, settings: settings, database: database, metrics: metrics, logger: logger)
+                    let deliverer = AppDeliverer(app: app, settings: settings, database: database, metrics: metrics, logger: logger,
+                                                 allowPrivateAddresses: allowPrivateAddresses)
                     current[app] = deliverer
                     started.append(deliverer)
                 }
@@ -104,7 +108,7 @@ final class AppDeliverer: Sendable {
     let logger: Logger
     private let settings: Mutex<DeliverySettings>
     private let loop: BackgroundLoop
-    private let client = HTTPClient(userAgent: "Herald")
+    private let client: HTTPClient
     /// Claims and records, one at a time, beside the sending loop.
     private let lane = DispatchQueue(label: "herald.delivery.database")
     /// The batch claimed while the previous one was being sent.
@@ -136,8 +140,10 @@ final class AppDeliverer: Sendable {
     /// other instances' jobs, expired leases.
     static let idleSeconds = 1.0
 
-    init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger) {
+    init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger,
+         allowPrivateAddresses: Bool) {
         self.app = app
+        client = HTTPClient(userAgent: "Herald", allowInternalAddresses: allowPrivateAddresses)
         self.database = database
         self.metrics = metrics
         self.logger = logger

@@ -156,6 +156,7 @@ enum DeliveryRequest {
             case .timeout: return .retry(afterMs: nil, error: "no answer within the timeout")
             case .connect(let message): return .retry(afterMs: nil, error: "connection failed: \(message)")
             case .other(let message): return .retry(afterMs: nil, error: message)
+            case .refusedAddress: return .dead(error: DeliverySettings.internalAddressMessage)
             }
         }
         let status = response.status

@@ -1,3 +1,4 @@
+import HTTPClient
 import HTTPServer
 import JSON
 
@@ -74,6 +75,20 @@ public struct DeliverySettings: Sendable, Equatable {
             throw PreferenceField.invalid("\(field).url is required when \(field).mode is \(next.mode.rawValue)", field: field + ".url")
         }
         self = next
+    }
+
+    /// Why a URL is refused, or a send failed for good, when its host is internal: the same words
+    /// for both, and never the address (which would tell what an internal name resolves to).
+    static let internalAddressMessage = "the delivery URL's host is, or resolves to, a loopback, private, link-local, "
+        + "unique-local or unspecified address (HERALD_DELIVERY_ALLOW_PRIVATE=1 allows it)"
+
+    /// SPEC §13.3: a `delivery.url` in `patch` whose host is, or resolves to, an internal address
+    /// is `400 ERR_BAD_REQUEST` naming `delivery.url`, unless private addresses are allowed. Run
+    /// before the settings are read and saved (it may wait on DNS); each connection is checked
+    /// again when a job is sent (`HTTPClient`).
+    static func checkAddress(inPatch patch: JSONValue, allowPrivate: Bool) throws(HTTPError) {
+        guard !allowPrivate, case .string(let url)? = patch["delivery"]?["url"], OutboundAddress.isInternal(url: url) else { return }
+        throw HTTPError.badRequest(internalAddressMessage, field: "delivery.url")
     }
 
     /// `http://` or `https://`, a host, no whitespace or control characters.

@@ -27,13 +27,13 @@ enum DevicesAPI {
         guard case .string(let platform)? = body["platform"], platforms.contains(platform) else {
             throw HTTPError.badRequest("platform must be apns, fcm, webpush or webhook", field: "platform")
         }
-        guard case .string(let token)? = body["token"], (1...4096).contains(token.unicodeScalars.count), !token.utf8.contains(0) else {
+        guard case .string(let token)? = body["token"], (1...4096).contains(token.unicodeScalars.count) else {
             throw HTTPError.badRequest("token must be 1-4096 characters", field: "token", params: ["min": 1, "max": 4096])
         }
         var topic: String?
         switch body["topic"] {
         case nil, .null?: topic = nil
-        case .string(let text)? where (1...255).contains(text.unicodeScalars.count) && !text.utf8.contains(0): topic = text
+        case .string(let text)? where (1...255).contains(text.unicodeScalars.count): topic = text
         default: throw HTTPError.badRequest("topic must be 1-255 characters", field: "topic")
         }
         var sandbox = false

@@ -59,16 +59,18 @@ public struct RequestPipeline: Sendable {
             pattern = matched
             var corsOrigin: String?
             do {
-                try Self.checkPathEncoding(request, pattern: matched)
-                principal = try authenticator.authenticate(request, access: route.access)
-                try Self.checkBody(request, route: route, limit: services.configuration.maxBodyBytes)
-                var parameters = parameters
-                // The mirror's uid is the token's (UserRoutes).
-                if let uid = principal.uid { parameters[UserRoutes.uidParameter] = uid }
-                let context = RequestContext(request: request, parameters: parameters, principal: principal,
-                                             services: services)
-                corsOrigin = principal.corsOrigin
-                response = try route.handler(context)
+                response = try Self.againIfConnectionLost(request) {
+                    try Self.checkPathEncoding(request, pattern: matched)
+                    principal = try authenticator.authenticate(request, access: route.access)
+                    try Self.checkBody(request, route: route, limit: services.configuration.maxBodyBytes)
+                    var parameters = parameters
+                    // The mirror's uid is the token's (UserRoutes).
+                    if let uid = principal.uid { parameters[UserRoutes.uidParameter] = uid }
+                    let context = RequestContext(request: request, parameters: parameters, principal: principal,
+                                                 services: services)
+                    corsOrigin = principal.corsOrigin
+                    return try route.handler(context)
+                }
             } catch let refusal as Authenticator.UserRefusal {
                 corsOrigin = refusal.corsOrigin
                 response = refusal.error.response
@@ -87,6 +89,20 @@ public struct RequestPipeline: Sendable {
             logRequest(request, pattern: pattern, principal: principal, status: response.status)
         }
         return response
+    }
+
+    /// Runs a request's work, and a read-only request's (GET, HEAD) once more when a database
+    /// connection broke under it (`connectionLost`: the server restarted, failed over or ended
+    /// the session while the connection was in use, or in the pool unnoticed). The broken
+    /// connection was closed, so the second run gets a fresh one from the pool; only if that
+    /// fails too is the answer 503. Other requests are not run twice: a write may have been
+    /// committed before the connection broke.
+    static func againIfConnectionLost<T>(_ request: Request, _ work: () throws -> T) throws -> T {
+        do {
+            return try work()
+        } catch let error as PostgresError where error.code == .connectionLost && (request.method == "GET" || request.method == "HEAD") {
+            return try work()
+        }
     }
 
     /// A CORS preflight for a user route, which carries no token: the origin must be listed by
@@ -125,6 +141,15 @@ public struct RequestPipeline: Sendable {
         if let error = error as? HTTPError { return error.response }
         if let error = error as? PostgresError {
             if error.code == .poolTimeout { return HTTPError.overloaded().response }
+            if error.code == .invalidParameter {
+                // Input that PostgreSQL cannot hold (a NUL) which no reader refused first
+                // (`Request.jsonBody` does for bodies, `Identifier` for ids): bad input, not a
+                // fault; logged so that the reader that let it through is found.
+                services.logger.warn("a parameter PostgreSQL cannot hold reached a statement", [
+                    "requestId": .string(request.id), "route": .string(pattern), "error": .string(String(describing: error)),
+                ])
+                return HTTPError.badRequest("a value contains a NUL character (U+0000)").response
+            }
             if error.isTransient {
                 services.logger.warn("transaction conflict", ["requestId": .string(request.id), "route": .string(pattern),
                                                               "sqlState": .string(error.sqlState ?? "")])

@@ -11,6 +11,7 @@ enum PreferencesAPI {
         })
         router.add("PATCH", "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
             let patch = try context.request.jsonBody()
+            try DeliverySettings.checkAddress(inPatch: patch, allowPrivate: context.services.configuration.deliveryAllowPrivate)
             let (settings, secret) = try context.services.database.withTransaction { connection -> (AppSettings, WebhookSecret?) in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 var settings = try PreferenceStore().settings(app: context.app, on: connection)

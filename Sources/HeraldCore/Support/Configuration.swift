@@ -13,6 +13,9 @@ public struct Configuration: Sendable, Equatable {
     public var databasePoolSize: Int
     /// Database connections of built-in delivery, apart from the requests' (`HERALD_DELIVERY_POOL_SIZE`).
     public var deliveryPoolSize = 4
+    /// Whether built-in delivery may reach loopback, private, link-local and other internal
+    /// addresses (`HERALD_DELIVERY_ALLOW_PRIVATE=1`; SPEC §13.3): for tests and closed networks.
+    public var deliveryAllowPrivate = false
     /// What sits between Herald and PostgreSQL (`HERALD_DB_POOL_MODE`): `session` (nothing, or a
     /// pooler in session mode) or `transaction` (PgBouncer's `pool_mode = transaction`, where
     /// each transaction may run on another server connection: no prepared statements, and the
@@ -79,6 +82,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_DB_POOL_MODE", "session (default) or transaction (behind PgBouncer's pool_mode = transaction: no prepared statements)"),
         ("HERALD_LISTEN_DATABASE_URL", "URL for LISTEN/NOTIFY (default DATABASE_URL; behind a transaction pooler, one that bypasses it)"),
         ("HERALD_DELIVERY_POOL_SIZE", "database connections of built-in delivery, apart from the requests' (default 4)"),
+        ("HERALD_DELIVERY_ALLOW_PRIVATE", "1: delivery URLs may reach loopback, private and link-local addresses (default 0: refused)"),
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
         ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 4096)"),
         ("HERALD_MAX_LONG_POLLS", "long polls (claims, feeds with waitSeconds) waiting at once; more get 429 (default: half of HERALD_MAX_CONNECTIONS)"),
@@ -133,6 +137,7 @@ public struct Configuration: Sendable, Equatable {
         }
         listenDatabaseURL = value("HERALD_LISTEN_DATABASE_URL")
         if let size = try integer("HERALD_DELIVERY_POOL_SIZE", 1...256) { deliveryPoolSize = size }
+        if let allow = try integer("HERALD_DELIVERY_ALLOW_PRIVATE", 0...1) { deliveryAllowPrivate = allow == 1 }
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
         maxLongPolls = try integer("HERALD_MAX_LONG_POLLS", 1...1_000_000) ?? max(1, maxConnections / 2)

@@ -92,6 +92,9 @@ public struct UserToken: Sendable {
             throw .invalid("alg must be HS256, RS256 or ES256")
         }
         guard case .string(let kid)? = header["kid"], !kid.isEmpty else { throw .invalid("the token's header has no kid") }
+        // Looked up in the database next: a kid that no key could have (a NUL, which libpq
+        // cannot even send, or another control character) is refused here, as an unknown one is.
+        guard Identifier.isValid(kid) else { throw .invalid("the token's kid is not a key id") }
         // Extensions the token says must be understood: Herald understands none (RFC 7515 §4.1.11).
         guard header["crit"] == nil else { throw .invalid("the token's header has crit, which Herald does not support") }
         return UserToken(kid: kid, algorithm: algorithm, signingInput: Array(parts[0]) + [UInt8(ascii: ".")] + Array(parts[1]),
