@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPServer
 import Postgres
 
@@ -85,9 +86,23 @@ public final class HeraldServer: Sendable {
     }
 
     /// Stops accepting, finishes requests in flight, then closes the database pool.
+    ///
+    /// In reverse start order up to the HTTP listener — waiting long polls answered (≤ 10 s for
+    /// claims, ≤ 10 s for feeds), the notification listener (≤ 5 s), requests in flight drained
+    /// (≤ `HERALD_DRAIN_TIMEOUT_SECONDS`) — then the background workers together, since none
+    /// needs another: delivery (≤ 90 s: its deliverers finish their requests, ≤ 60 s each, in
+    /// parallel), the inbox refresher (≤ 30 s), the fan-out chunk (≤ 30 s), maintenance (≤ 10 s).
+    /// Worst case: 25 s + the drain timeout + 90 s (145 s with the default 30); one after
+    /// another the workers alone could take 160 s. deploy/ sizes its stop budgets from this.
     public func shutdown() {
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
-        for component in components.reversed() { component.stop() }
+        let listener = components.firstIndex { $0 is Listener } ?? 0
+        for component in components[listener...].reversed() { component.stop() }
+        let workers = DispatchGroup()
+        for component in components[..<listener] {
+            DispatchQueue.global().async(group: workers) { component.stop() }
+        }
+        workers.wait()
         database.close()
         deliveryDatabase.close()
         service.services.logger.info("stopped")
