@@ -108,7 +108,7 @@ PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_seed.py "$base" "$
 user_token=$(PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_tokens.py "$base" "$key" "$app")
 # Webhook delivery verified by the standardwebhooks package, and the README's receiver.
 PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" scripts/contract_webhooks.py "$base"
-# The served document (the file plus the /v1/me mirror Herald derives) is valid OpenAPI too.
+# The served document (the file as it is) is valid OpenAPI too.
 "$venv/bin/python" -c 'import sys, urllib.request; sys.stdout.buffer.write(urllib.request.urlopen(sys.argv[1]).read())' \
   "$base/openapi.json" > "$out/openapi.served.json"
 "$venv/bin/openapi-spec-validator" "$out/openapi.served.json" >&2

@@ -2,10 +2,11 @@ import FoundationEssentials
 import JSON
 
 /// The OpenAPI 3.1 document served at GET /openapi.json: the file `openapi/openapi.json`, found
-/// at start-up the way `sql/` is (`HERALD_OPENAPI_FILE` names another), read once, with the
-/// `/v1/me/…` mirror of its user routes added (SPEC §15; `UserRoutes` does the same for the
-/// router, so each user route is written once in each place), and served as bytes. `make test`
-/// lints the file and the served document (openapi-spec-validator), checks that the document
+/// at start-up the way `sql/` is (`HERALD_OPENAPI_FILE` names another), read once and served as
+/// bytes, as it is. The file holds the `/v1/me/…` mirror of its user routes too (SPEC §15), so
+/// that what chat clients call is documented where readers and tools look:
+/// `scripts/openapi_me.py --write` writes it, and `OpenAPIFileTests` checks that the file equals
+/// `withUserMirror` of itself. `make test` lints the file (openapi-spec-validator), checks that it
 /// names exactly the routes the router serves (OpenAPITests), and runs schemathesis against the
 /// live server with it.
 public struct OpenAPIDocument: Sendable {
@@ -16,14 +17,15 @@ public struct OpenAPIDocument: Sendable {
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
             throw ConfigurationError(variable: "HERALD_OPENAPI_FILE", message: "cannot read the OpenAPI document at \(path)")
         }
-        guard let document = try? JSONParser.parse(Array(data), maxDepth: 64) else {
+        guard (try? JSONParser.parse(Array(data), maxDepth: 64)) != nil else {
             throw ConfigurationError(variable: "HERALD_OPENAPI_FILE", message: "the OpenAPI document at \(path) is not JSON")
         }
-        return OpenAPIDocument(bytes: Array(withUserMirror(document).jsonText.utf8))
+        return OpenAPIDocument(bytes: Array(data))
     }
 
     /// The document with a `/v1/me/…` operation for each `/v1/users/{uid}/…` one: no `uid` or
-    /// `X-App-Id` parameter, the `userToken` scheme, and the user-token 401.
+    /// `X-App-Id` parameter, the `userToken` scheme, and the user-token 401. The rule the file's
+    /// `/v1/me/…` entries follow (checked by `OpenAPIFileTests`).
     static func withUserMirror(_ document: JSONValue) -> JSONValue {
         guard case .object(var root) = document, case .object(var paths)? = root["paths"] else { return document }
         let dropped: Set<JSONValue> = [.string("#/components/parameters/Uid"), .string("#/components/parameters/XAppId")]
