@@ -134,12 +134,47 @@ struct MetricsTests {
         #expect(after.value("herald_database_up") == 1)
         #expect((after.value(#"herald_jobs_queue_depth{state="dead"}"#) ?? 0) >= 1)
         #expect(after.value("herald_jobs_oldest_ready_age_seconds") != nil)
-        #expect(after.value(#"herald_db_pool_connections{state="max"}"#) == Double(server.database.configuration.size))
+        #expect(after.value(#"herald_db_pool_connections_max{pool="request"}"#) == Double(server.database.configuration.size))
+        #expect(after.value(#"herald_db_pool_connections_max{pool="delivery"}"#) == Double(server.deliveryDatabase.configuration.size))
+        #expect(after.value(#"herald_db_pool_connections_in_use{pool="request"}"#) != nil)
+        #expect(after.value(#"herald_db_pool_waiting{pool="delivery"}"#) == 0)
+        #expect(after.value(#"herald_long_polls_waiting{kind="feed"}"#) == 0)
+        #expect(after.value(#"herald_long_polls_waiting{kind="claim"}"#) == 0)
+        #expect(after.value("herald_long_polls_max") == Double(try TestEnvironment.configuration().maxLongPolls))
+        #expect(after.value(#"herald_build_info{version="\#(CommandLineTool.version)"}"#) == 1)
         #expect((after.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
         // No tenant or user identifiers, nor keys, in the labels.
         #expect(!metricsResponse.text.contains(app.id))
         #expect(!metricsResponse.text.contains("alice"))
         #expect(!metricsResponse.text.contains("hk_"))
+    }
+
+    /// The metric names a file uses: `herald_…` and `process_…` words, a histogram's
+    /// `_bucket`/`_sum`/`_count` counted as its family.
+    static func metricNames(in text: String) throws -> Set<String> {
+        let pattern = try Regex(#"\b(?:herald|process)_[a-z0-9_]*[a-z0-9]"#)
+        return Set(text.matches(of: pattern).map { String(text[$0.range]) })
+    }
+
+    @Test("every metric the Grafana dashboard and the Prometheus rules name is in /metrics")
+    func deployFilesNameRealMetrics() throws {
+        let server = try HeraldCoreServer.start(try TestEnvironment.configuration())
+        defer { server.shutdown() }
+        let exposition = try Self.parse(try HTTPClient(port: server.port).get("/metrics").text)
+        var known: Set<String> = []
+        for (family, type) in exposition.types {
+            known.insert(family)
+            if type == "histogram" { known.formUnion([family + "_bucket", family + "_sum", family + "_count"]) }
+        }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        for file in ["deploy/grafana/herald.json", "deploy/prometheus/herald-rules.yml", "README.md", "deploy/README.md"] {
+            let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
+            let names = try Self.metricNames(in: text)
+            if file.hasPrefix("deploy/") { #expect(names.count >= 5, "\(file) names metrics") }
+            // The README names the alerts' and dashboard's files too: only metric-like words count.
+            let unknown = names.subtracting(known).filter { !$0.hasPrefix("herald_rules") }
+            #expect(unknown.sorted() == [], "\(file) names metrics that /metrics does not have")
+        }
     }
 
     @Test("the reader rejects what is not the text format")

@@ -51,6 +51,15 @@ public struct Dependencies: Sendable {
 }
 
 extension Dependencies {
+    /// What `GET /metrics` reads now besides the counters.
+    var metricsGauges: Metrics.Gauges {
+        var gauges = Metrics.Gauges(pools: [("request", database), ("delivery", delivery.database)])
+        gauges.claimsWaiting = jobWaiter.waitingCount
+        gauges.feedsWaiting = changeWaiter.waitingCount
+        gauges.longPollsMax = configuration.maxLongPolls
+        return gauges
+    }
+
     /// Jobs were committed outside ingest (a read's clear jobs): count them and wake whoever
     /// waits for jobs — long-poll claims and built-in delivery.
     func jobsProduced(_ count: Int) {

@@ -113,10 +113,25 @@ public final class Metrics: Sendable {
         }
     }
 
-    /// The exposition text. `database` gives the pool gauges and the queue gauges.
-    public func render(database: PostgresPool) -> String {
+    /// What `render` reads besides the counters: the pools, the long-poll waiters.
+    public struct Gauges: Sendable {
+        /// The requests' pool (also read for the queue gauges) and built-in delivery's.
+        public var pools: [(name: String, pool: PostgresPool)]
+        public var claimsWaiting = 0
+        public var feedsWaiting = 0
+        public var longPollsMax = 0
+
+        public init(pools: [(name: String, pool: PostgresPool)]) {
+            self.pools = pools
+        }
+    }
+
+    /// The exposition text.
+    public func render(_ gauges: Gauges) -> String {
         var out = ""
         out.reserveCapacity(8192)
+        header(&out, "herald_build_info", "gauge", "1, labelled with the running binary's version.")
+        out += "herald_build_info{version=\"\(Self.escape(CommandLineTool.version))\"} 1\n"
         let snapshot = routes.withLock { $0 }
         let keys = snapshot.keys.sorted { ($0.route, $0.method) < ($1.route, $1.method) }
 
@@ -181,7 +196,7 @@ public final class Metrics: Sendable {
         header(&out, "herald_delivery_in_flight", "gauge", "Built-in delivery requests in flight now.")
         out += "herald_delivery_in_flight \(deliveryStats.inFlight)\n"
 
-        let queue = Self.readQueue(database)
+        let queue = gauges.pools.first.flatMap { Self.readQueue($0.pool) }
         header(&out, "herald_database_up", "gauge", "1 when the database answered this scrape's queue query.")
         out += "herald_database_up \(queue == nil ? 0 : 1)\n"
         if let queue {
@@ -196,11 +211,20 @@ public final class Metrics: Sendable {
             out += "herald_fanout_tasks_pending \(queue.fanoutTasks)\n"
         }
 
-        header(&out, "herald_db_pool_connections", "gauge", "Database pool: its size and the connections in use now.")
-        out += "herald_db_pool_connections{state=\"max\"} \(database.configuration.size)\n"
-        out += "herald_db_pool_connections{state=\"in_use\"} \(database.inUse)\n"
-        header(&out, "herald_db_pool_waiting", "gauge", "Callers waiting for a database connection now.")
-        out += "herald_db_pool_waiting \(database.waiting)\n"
+        // A limit and a usage are two metrics (not one with a state label), so that
+        // in_use / max is a plain division; pool="request" or "delivery".
+        header(&out, "herald_db_pool_connections_max", "gauge", "Database pool size, by pool (request, delivery).")
+        for (name, pool) in gauges.pools { out += "herald_db_pool_connections_max{pool=\"\(name)\"} \(pool.configuration.size)\n" }
+        header(&out, "herald_db_pool_connections_in_use", "gauge", "Database connections in use now, by pool.")
+        for (name, pool) in gauges.pools { out += "herald_db_pool_connections_in_use{pool=\"\(name)\"} \(pool.inUse)\n" }
+        header(&out, "herald_db_pool_waiting", "gauge", "Callers waiting for a database connection now, by pool.")
+        for (name, pool) in gauges.pools { out += "herald_db_pool_waiting{pool=\"\(name)\"} \(pool.waiting)\n" }
+
+        header(&out, "herald_long_polls_waiting", "gauge", "Long polls waiting now, by kind (claim: jobs claim with waitSeconds; feed: change feed).")
+        out += "herald_long_polls_waiting{kind=\"claim\"} \(gauges.claimsWaiting)\n"
+        out += "herald_long_polls_waiting{kind=\"feed\"} \(gauges.feedsWaiting)\n"
+        header(&out, "herald_long_polls_max", "gauge", "Long polls allowed to wait at once (HERALD_MAX_LONG_POLLS).")
+        out += "herald_long_polls_max \(gauges.longPollsMax)\n"
 
         header(&out, "process_resident_memory_bytes", "gauge", "Resident memory of the Herald process.")
         out += "process_resident_memory_bytes \(Self.residentBytes())\n"

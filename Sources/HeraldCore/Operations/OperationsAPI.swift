@@ -11,7 +11,7 @@ enum OperationsAPI {
         router.add("GET", "/readyz", Route(access: .public, handler: readiness))
         router.add("GET", "/metrics", Route(access: .public) { context in
             Response(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                     body: Array(context.services.metrics.render(database: context.services.database).utf8))
+                     body: Array(context.services.metrics.render(context.services.metricsGauges).utf8))
         })
         router.add("GET", "/openapi.json", Route(access: .public) { context in
             Response(status: 200, headers: [("Content-Type", "application/json")], body: context.services.openAPI.bytes)
