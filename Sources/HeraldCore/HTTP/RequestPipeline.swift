@@ -180,6 +180,8 @@ public struct RequestPipeline: Sendable {
         ]
         if let app = principal.app { fields["app"] = .string(app) }
         if let role = principal.roleName { fields["role"] = .string(role) }
+        // The caller's W3C trace, when its traceparent header is one (never anything else of it).
+        if let trace = TraceContext.traceparent(request.headers["traceparent"]) { fields["traceparent"] = .string(trace) }
         services.logger.info("request", fields)
     }
 }
