@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make test`: install what is missing, start a throwaway PostgreSQL cluster, run the tests,
-# then the contract tests (scripts/contract-test.sh: schemathesis against the live server) and the
+# `make test`: install what is missing, start a throwaway PostgreSQL cluster, check the operations
+# files (scripts/ops-check.py), run the tests, then the contract tests (scripts/contract-test.sh: schemathesis against the live server) and the
 # README's walk-throughs (scripts/readme_test.py), and
 # stop the cluster on every exit path. Extra arguments go to `swift test` (e.g. --filter) and
 # skip the contract tests, as does HERALD_SKIP_CONTRACT=1.
@@ -21,6 +21,9 @@ export DATABASE_URL
 export HERALD_TESTS_REQUIRE_DATABASE=1
 export HERALD_PG_SCRIPT="$PWD/scripts/pg.sh"
 swift build --build-tests
+# The operations files against the code (seconds): variables, the image's packages (ldd, dpkg -S),
+# the /v1/me part of the OpenAPI file, the alert rules and the dashboard (promtool).
+python3 scripts/ops-check.py "$(swift build --show-bin-path)/herald"
 swift test --skip-build --disable-xctest "$@"
 if [ $# -eq 0 ] && [ "${HERALD_SKIP_CONTRACT:-0}" != 1 ]; then
   HERALD_BIN="$(swift build --show-bin-path)/herald"
