@@ -170,7 +170,7 @@ struct MetricsTests {
         for file in ["deploy/grafana/herald.json", "deploy/prometheus/herald-rules.yml", "README.md", "deploy/README.md"] {
             let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
             let names = try Self.metricNames(in: text)
-            if file.hasPrefix("deploy/") { #expect(names.count >= 5, "\(file) names metrics") }
+            if !file.hasSuffix(".md") { #expect(names.count >= 5, "\(file) names metrics") }
             // The README names the alerts' and dashboard's files too: only metric-like words count.
             let unknown = names.subtracting(known).filter { !$0.hasPrefix("herald_rules") }
             #expect(unknown.sorted() == [], "\(file) names metrics that /metrics does not have")
