@@ -9,6 +9,8 @@ public struct Response: Sendable {
     public var headers: [(name: String, value: String)]
     /// The body bytes.
     public var body: [UInt8]
+    /// Fields the handler adds to the request's log line (never sent to the client).
+    public var logFields: [String: JSONValue] = [:]
 
     /// A response with a status, headers and body.
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {

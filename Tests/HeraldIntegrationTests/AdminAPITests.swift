@@ -149,4 +149,32 @@ struct AdminAPITests {
         #expect(object["level"] as? String == "info")
         #expect(object["ts"] is Int)
     }
+
+    @Test("a valid W3C traceparent, of the request or of its CloudEvents, reaches the log line; nothing else of it")
+    func traceparent() throws {
+        func line(_ id: String) throws -> [String: Any] {
+            let text = try #require(environment.logs.all.first { $0.contains(id) })
+            return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        }
+        let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        let good = "trace-\(UUID().uuidString.prefix(8))"
+        _ = try client.get("/healthz", headers: ["X-Request-Id": good, "traceparent": trace])
+        #expect(try line(good)["traceparent"] as? String == trace)
+        let bad = "trace-\(UUID().uuidString.prefix(8))"
+        _ = try client.get("/healthz", headers: ["X-Request-Id": bad, "traceparent": "00-not-a-trace-secret-value"])
+        #expect(try line(bad)["traceparent"] == nil)
+        #expect(!environment.logs.all.contains { $0.contains("secret-value") })
+
+        let app = try environment.makeApp(prefix: "trace")
+        let eventTrace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        var event = Events.message("tr-1", id: "tr1", sender: "alice", at: nowMilliseconds(), text: "hi")
+        event["traceparent"] = eventTrace
+        var invalid = Events.message("tr-2", id: "tr2", sender: "alice", at: nowMilliseconds(), text: "hi")
+        invalid["traceparent"] = "zz"
+        let ingest = "trace-\(UUID().uuidString.prefix(8))"
+        let response = try client.post("/v1/events", token: app.ingestKey, json: Events.json([event, invalid]),
+                                       headers: ["Content-Type": "application/cloudevents-batch+json", "X-Request-Id": ingest])
+        #expect(response.status == 200, "\(response.text)")
+        #expect(try line(ingest)["eventTraceparents"] as? [String] == [eventTrace])
+    }
 }

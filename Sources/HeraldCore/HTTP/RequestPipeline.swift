@@ -86,7 +86,7 @@ public struct RequestPipeline: Sendable {
             let caller = principal
             deferral.onComplete { final in service.logRequest(request, pattern: matched, principal: caller, status: final.status) }
         } else {
-            logRequest(request, pattern: pattern, principal: principal, status: response.status)
+            logRequest(request, pattern: pattern, principal: principal, status: response.status, extra: response.logFields)
         }
         return response
     }
@@ -168,16 +168,17 @@ public struct RequestPipeline: Sendable {
         return HTTPError.internalError.response
     }
 
-    private func logRequest(_ request: Request, pattern: String, principal: Principal, status: Int) {
+    private func logRequest(_ request: Request, pattern: String, principal: Principal, status: Int, extra: [String: JSONValue] = [:]) {
         let durationMs = Double(monotonicNanoseconds() &- request.startedAt) / 1_000_000
         services.metrics.observe(method: request.method, route: pattern, status: status, seconds: durationMs / 1000)
-        var fields: [String: JSONValue] = [
+        var fields = extra
+        fields.merge([
             "requestId": .string(request.id),
             "method": .string(request.method),
             "route": .string(pattern),
             "status": .int(status),
             "durationMs": .double((durationMs * 1000).rounded() / 1000),
-        ]
+        ]) { _, own in own }
         if let app = principal.app { fields["app"] = .string(app) }
         if let role = principal.roleName { fields["role"] = .string(role) }
         // The caller's W3C trace, when its traceparent header is one (never anything else of it).

@@ -48,7 +48,7 @@ public enum EventParser {
     static func binaryMode(_ request: Request, specversion: String) -> Item {
         var object: [String: JSONValue] = ["specversion": .string(specversion)]
         for (header, attribute) in [("ce-id", "id"), ("ce-source", "source"), ("ce-type", "type"),
-                                    ("ce-time", "time"), ("ce-subject", "subject")] {
+                                    ("ce-time", "time"), ("ce-subject", "subject"), ("ce-traceparent", "traceparent")] {
             if let value = request.header(header) { object[attribute] = .string(value) }
         }
         if request.body.isEmpty {
@@ -61,6 +61,23 @@ public enum EventParser {
                              id: object["id"]?.stringValue, type: object["type"]?.stringValue, raw: raw)
         }
         return item(.object(object))
+    }
+
+    /// The distinct valid W3C `traceparent` attributes of the events (CloudEvents'
+    /// distributed-tracing extension), at most `limit`, in order: for the request's log line.
+    static func traceparents(_ items: [Item], limit: Int = 16) -> [String] {
+        var found: [String] = []
+        for item in items {
+            let raw: JSONValue = switch item {
+            case .valid(_, let raw): raw
+            case .rejected(_, _, _, _, let raw): raw
+            }
+            guard case .object(let object) = raw, let trace = TraceContext.traceparent(object["traceparent"]?.stringValue),
+                  !found.contains(trace) else { continue }
+            found.append(trace)
+            if found.count == limit { break }
+        }
+        return found
     }
 
     static func item(_ raw: JSONValue) -> Item {

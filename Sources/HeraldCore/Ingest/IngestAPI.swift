@@ -29,7 +29,11 @@ enum IngestAPI {
         services.metrics.add(.eventsDuplicate, result.duplicates)
         services.metrics.add(.eventsRejected, result.rejected)
         services.metrics.add(.jobsProduced, jobsProduced)
-        return .json(result)
+        var response = Response.json(result)
+        // The events' traces (their valid traceparent attributes), so the bus's trace finds this request.
+        let traces = EventParser.traceparents(items)
+        if !traces.isEmpty { response.logFields["eventTraceparents"] = .array(traces.map(JSONValue.string)) }
+        return response
     }
 
     /// Rejected events, newest first, built as JSON by PostgreSQL.
