@@ -21,7 +21,14 @@ export DATABASE_URL
 export HERALD_TESTS_REQUIRE_DATABASE=1
 export HERALD_PG_SCRIPT="$PWD/scripts/pg.sh"
 swift build --build-tests
-swift test --skip-build --disable-xctest "$@"
+if [ $# -eq 0 ]; then
+  swift test --skip-build --disable-xctest --skip HeavyTests
+  # Issue 32's large transactions and long-poll crowds load both cores for minutes: they run
+  # after the others, alone (Tests/HeraldSystemTests/HeavyTests.swift).
+  swift test --skip-build --disable-xctest --filter HeavyTests
+else
+  swift test --skip-build --disable-xctest "$@"
+fi
 if [ $# -eq 0 ] && [ "${HERALD_SKIP_CONTRACT:-0}" != 1 ]; then
   HERALD_BIN="$(swift build --show-bin-path)/herald"
   export HERALD_BIN
