@@ -11,6 +11,9 @@ enum MembershipAPI {
         router.add("GET", "/v1/groups/{guid}/members", Route(access: .server, handler: list))
     }
 
+    /// Members changed by one snapshot from which group_members is analyzed after it.
+    static let analyzeAfter = 1000
+
     struct Snapshot: Decodable {
         let members: [JSONValue]
     }
@@ -33,7 +36,7 @@ enum MembershipAPI {
         }
         let app = context.app
         try context.services.database.withConnection { connection in
-            try connection.withTransaction { connection in
+            let changedCount = try connection.withTransaction { connection -> Int in
                 var locks = LockSet()
                 locks.group(guid)
                 try locks.lock(app: app, on: connection)
@@ -69,6 +72,16 @@ enum MembershipAPI {
                     try connection.query("SELECT herald_apply($1, '{}', '{}', '{}', '{}', '{}', $2, $3, '{}', '{}', '{}')",
                                          [app, Array(repeating: guid, count: uids.count), uids])
                 }
+                return uids.count
+            }
+            // A snapshot that changed many members (a new large group, a bulk import) leaves the
+            // planner's statistics of group_members behind until autovacuum's next visit, and the
+            // prepared statements that check membership were seen to probe (app, group) and filter
+            // every member for each one (minutes for the first batch of 10,000 mentions). Analyzing
+            // now, after the commit, re-plans them for the next request; it samples at most
+            // 30,000 rows, a fraction of what such a snapshot wrote.
+            if changedCount >= analyzeAfter {
+                try connection.execute(unsafeSQL: "ANALYZE group_members")
             }
         }
         return .json(MemberCount(count: members.count))

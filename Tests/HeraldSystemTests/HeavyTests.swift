@@ -1,0 +1,9 @@
+@testable import HeraldTestSupport
+import Testing
+
+/// The suites that load both cores for a minute or more (issue 32's large transactions and
+/// long-poll crowds). `make test` runs them after the others, alone and one after the other
+/// (scripts/test.sh): beside other suites they would make those miss their own timings, and
+/// theirs would measure the neighbours.
+@Suite("Heavy system tests", .serialized, .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
+struct HeavyTests {}
