@@ -30,7 +30,7 @@ extension HeavyTests {
             return try #require(meta?["next"] as? String)
         }
 
-        @Test("a batch of 30 messages mentioning 1,000 members each (30,000 users) is accepted, while another tenant's ingests go on")
+        @Test("a batch of 30 messages mentioning 1,000 members each (30,000 users in 30 groups) is accepted, while another tenant's ingests go on")
         func thirtyThousandMentions() throws {
             let environment = try TestEnvironment.shared()
             // These calls do a lot of work: seconds to a minute in a debug build
@@ -42,8 +42,13 @@ extension HeavyTests {
                 {"largeGroupThreshold": 1000000,
                  "groupPreferences": {"messages": {"value": "SUBSCRIBE_TO_MENTIONS", "userCanOverride": true}}}
                 """#, client: client)
+            // 30 groups of 1,000 (each message's members are its candidates: 30,000 routing decisions,
+            // where one group of 30,000 would make 900,000)
             let members = Self.members(30_000)
-            #expect(try app.setMembers("g1", members, client: client).json["count"] as? Int == 30_000)
+            for group in 0..<30 {
+                #expect(try app.setMembers("g\(group)", Array(members[(group * 1000)..<((group + 1) * 1000)]), client: client)
+                    .json["count"] as? Int == 1000)
+            }
             let watched = members[29_999]
             let cursor = try startCursor(app, watched, client: client)
 
@@ -64,8 +69,8 @@ extension HeavyTests {
             // after the snapshot, whose evidence is the request's time: the mentioned are members then
             let t0 = nowMilliseconds() + 1
             let events = (0..<30).map { index in
-                Events.message("e\(index)", id: "msg\(index)", sender: "m00000", at: t0 + Int64(index), text: "roll call \(index)",
-                               mentions: Array(members[(index * 1000)..<((index + 1) * 1000)]))
+                Events.message("e\(index)", id: "msg\(index)", sender: members[index * 1000], group: "g\(index)", at: t0 + Int64(index),
+                               text: "roll call \(index)", mentions: Array(members[(index * 1000)..<((index + 1) * 1000)]))
             }
             let started = Date()
             let response = try app.post(events, client: client)
@@ -77,14 +82,14 @@ extension HeavyTests {
 
             let connection = try environment.connection()
             #expect(try count(connection, "SELECT count(*)::int FROM subscriptions WHERE app = $1 AND reason = 'mention' AND subscribed",
-                              [app.id]) == 29_999, "every mentioned member but the sender is subscribed")
+                              [app.id]) == 29_970, "every mentioned member but the senders is subscribed")
             let kinds = try feedKinds(app, watched, cursor: cursor, client: client)
             #expect(kinds.contains("subscription"), "the last member's feed has the mention's subscription: \(kinds)")
             let redelivered = try app.post(events, client: client)
             #expect(redelivered.json["duplicates"] as? Int == 30, "a redelivery is a duplicate: \(redelivered.text.prefix(200))")
 
             _ = bystander.wait(seconds: 60)
-            #expect(try count(connection, "SELECT count(*)::int FROM jobs WHERE app = $1", [app.id]) == 29_999,
+            #expect(try count(connection, "SELECT count(*)::int FROM jobs WHERE app = $1", [app.id]) == 29_970,
                     "one job per mentioned member, in the batch's transaction")
             let seen = shared.statuses.withLock { $0 }
             #expect(!seen.isEmpty && seen.allSatisfy { $0 == 200 }, "another tenant's ingests all answered 200: \(seen)")
@@ -123,7 +128,7 @@ extension HeavyTests {
             #expect(try feedKinds(app, watched, cursor: cursor, client: client) == ["messagePin", "conversationPin"])
         }
 
-        @Test("a late reply that moves 25 replies mentioning 25,000 members to its root makes the thread flat")
+        @Test("a late reply that moves 10 replies mentioning 10,000 members to its root makes the thread flat")
         func rehomingTwentyFiveThousand() throws {
             let environment = try TestEnvironment.shared()
             // These calls do a lot of work: seconds to a minute in a debug build
@@ -131,22 +136,22 @@ extension HeavyTests {
             let app = try environment.makeApp(prefix: "rehome")
             try app.patch("/v1/settings/notifications",
                           #"{"largeGroupThreshold": 1000000, "groupPreferences": {"replies": {"value": "SUBSCRIBE_TO_MENTIONS", "userCanOverride": true}}}"#, client: client)
-            let members = Self.members(25_000)
-            #expect(try app.setMembers("g1", members, client: client).json["count"] as? Int == 25_000)
+            let members = Self.members(10_000)
+            #expect(try app.setMembers("g1", members, client: client).json["count"] as? Int == 10_000)
             let t0 = nowMilliseconds() + 1
             try app.ingest([Events.message("root", id: "root", sender: "m00000", at: t0, text: "root")], client: client)
-            // 25 replies to "mid", not yet known to be a reply itself, each mentioning 1,000 members
-            for index in 0..<25 {
+            // 10 replies to "mid", not yet known to be a reply itself, each mentioning 1,000 members
+            for index in 0..<10 {
                 try app.ingest([Events.message("r\(index)", id: "r\(index)", sender: "m00001", parent: "mid", at: t0 + 10 + Int64(index),
                                                mentions: Array(members[(index * 1000)..<((index + 1) * 1000)]))], client: client)
             }
-            #expect(try app.subscription(members[24_999], "r0", client: client).json["parentMessageId"] as? String == "mid")
+            #expect(try app.subscription(members[9_999], "r0", client: client).json["parentMessageId"] as? String == "mid")
             let started = Date()
             let late = try app.post([Events.message("mid", id: "mid", sender: "m00002", parent: "root", at: t0 + 5, text: "mid")],
                                     client: client)
             #expect(late.status == 200 && late.json["accepted"] as? Int == 1, "\(late.status) \(late.text.prefix(300))")
-            print("large transactions: a late reply moving 25,000 subscriptions in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
-            let moved = try app.subscription(members[24_999], "r0", client: client).json
+            print("large transactions: a late reply moving 10,000 subscriptions in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+            let moved = try app.subscription(members[9_999], "r0", client: client).json
             #expect(moved["parentMessageId"] as? String == "root", "the replies now belong to the root's thread: \(moved)")
             #expect(moved["subscribed"] as? Bool == true)
         }
