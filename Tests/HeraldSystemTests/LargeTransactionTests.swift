@@ -68,9 +68,10 @@ extension HeavyTests {
 
             // after the snapshot, whose evidence is the request's time: the mentioned are members then
             let t0 = nowMilliseconds() + 1
-            let events = (0..<30).map { index in
-                Events.message("e\(index)", id: "msg\(index)", sender: members[index * 1000], group: "g\(index)", at: t0 + Int64(index),
-                               text: "roll call \(index)", mentions: Array(members[(index * 1000)..<((index + 1) * 1000)]))
+            let events = (0..<30).map { (index: Int) -> [String: Any] in
+                let group: [String] = Array(members[(index * 1000)..<((index + 1) * 1000)])
+                return Events.message("e\(index)", id: "msg\(index)", sender: group[0], group: "g\(index)", at: t0 + Int64(index),
+                                      text: "roll call \(index)", mentions: group)
             }
             let started = Date()
             let response = try app.post(events, client: client)
