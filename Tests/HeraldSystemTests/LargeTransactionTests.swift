@@ -25,11 +25,6 @@ extension HeavyTests {
             return (page.json["data"] as? [[String: Any]] ?? []).compactMap { $0["type"] as? String }
         }
 
-        func startCursor(_ app: TestApp, _ uid: String, client: HTTPClient) throws -> String {
-            let meta = try client.get("/v1/users/\(uid)/changes", token: app.serverKey).json["meta"] as? [String: Any]
-            return try #require(meta?["next"] as? String)
-        }
-
         @Test("a batch of 30 messages mentioning 1,000 members each (30,000 users in 30 groups) is accepted, while another tenant's ingests go on")
         func thirtyThousandMentions() throws {
             let environment = try TestEnvironment.shared()
@@ -50,7 +45,7 @@ extension HeavyTests {
                     .json["count"] as? Int == 1000)
             }
             let watched = members[29_999]
-            let cursor = try startCursor(app, watched, client: client)
+            let cursor = try HeavyTests.startCursor(app, watched, client: client)
 
             let other = try environment.makeApp(prefix: "bystander")
             let shared = Bystander()
@@ -110,7 +105,7 @@ extension HeavyTests {
                           #"{"groupPreferences": {"messages": {"value": "DONT_SUBSCRIBE", "userCanOverride": true}}}"#, client: client)
             try app.ingest([Events.message("e1", id: "big", sender: "m00000", at: nowMilliseconds() + 1, text: "read me")], client: client)
             let watched = members[39_999]
-            let cursor = try startCursor(app, watched, client: client)
+            let cursor = try HeavyTests.startCursor(app, watched, client: client)
 
             let now = nowMilliseconds()
             let pin = Events.event("p1", "message.pinned", ["messageId": "big", "by": "m00001", "receiverType": "group",

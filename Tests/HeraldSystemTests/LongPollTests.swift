@@ -8,11 +8,6 @@ extension HeavyTests {
     /// need.
     @Suite("Long-poll crowds", .serialized)
     struct LongPollTests {
-        func startCursor(_ app: TestApp, _ uid: String, client: HTTPClient) throws -> String {
-            let meta = try client.get("/v1/users/\(uid)/changes", token: app.serverKey).json["meta"] as? [String: Any]
-            return try #require(meta?["next"] as? String)
-        }
-
         @Test("1,000 users long-poll their feeds and one message mentions them all: every one is answered with its change")
         func everyWakeUpArrives() throws {
             let environment = try TestEnvironment.shared()
@@ -20,7 +15,7 @@ extension HeavyTests {
             let app = try environment.makeApp(prefix: "crowd")
             let users = (0..<1000).map { String(format: "w%04d", $0) }
             #expect(try app.setMembers("g1", ["boss"] + users, client: client).status == 200)
-            let cursors = try users.map { try startCursor(app, $0, client: client) }
+            let cursors = try users.map { try HeavyTests.startCursor(app, $0, client: client) }
             let fds = try zip(users, cursors).map { uid, cursor in
                 try client.open("GET", "/v1/users/\(uid)/changes?waitSeconds=20&cursor=\(cursor)", token: app.serverKey)
             }
@@ -62,7 +57,7 @@ extension HeavyTests {
             let client = environment.client
             let limits = environment.server.service.services.changeWaiter.gate.limits
             let app = try environment.makeApp(prefix: "hog")
-            let cursors = try (0..<1000).map { try startCursor(app, "f\($0 % 100)", client: client) }
+            let cursors = try (0..<1000).map { try HeavyTests.startCursor(app, "f\($0 % 100)", client: client) }
             var fds: [Int32] = []
             for index in 0..<1000 {
                 fds.append(try client.open("POST", "/v1/jobs/claim", token: app.workerKey, json: #"{"waitSeconds": 5}"#))
