@@ -94,9 +94,10 @@ BEGIN
     IF users IS NULL THEN
         RETURN NULL;
     END IF;
+    -- the users just gathered, in their order (ids hold no control character, so <US> splits them)
     INSERT INTO changes_users AS cu (app, uid)
-    SELECT u.app, u.uid FROM (SELECT DISTINCT p.app, p.uid FROM changes_pending p WHERE p.xid = me) u
-     ORDER BY u.app COLLATE "C", u.uid COLLATE "C"
+    SELECT split_part(u.key, chr(31), 1), split_part(u.key, chr(31), 2) FROM unnest(users) WITH ORDINALITY AS u(key, n)
+     ORDER BY u.n
         ON CONFLICT (app, uid) DO UPDATE SET uid = excluded.uid WHERE false;
     now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
     WITH moved AS (
