@@ -490,7 +490,7 @@ def fault_fanout(binary, base):
         while time.time() < deadline and (sum(seen.values()) < 5 or not progress):
             for name in db.sql("""SELECT application_name FROM pg_stat_activity
                                    WHERE state = 'active' AND application_name LIKE 'herald-%'
-                                     AND (query ILIKE '%fanout_tasks%' OR query ILIKE '%INSERT INTO jobs%')""").split():
+                                     AND (query ILIKE '%fanout_tasks%' OR query ILIKE '%INSERT INTO job%')""").split():
                 seen[name] += 1
             progress = db.sql("SELECT coalesce(after_uid, '') FROM fanout_tasks WHERE app = 'fleet' AND NOT done")
             time.sleep(0.01)
@@ -512,7 +512,7 @@ def fault_fanout(binary, base):
             if resumed is not None:
                 for name in db.sql("""SELECT application_name FROM pg_stat_activity
                                        WHERE state = 'active' AND application_name LIKE 'herald-%'
-                                         AND (query ILIKE '%fanout_tasks%' OR query ILIKE '%INSERT INTO jobs%')""").split():
+                                         AND (query ILIKE '%fanout_tasks%' OR query ILIKE '%INSERT INTO job%')""").split():
                     resumer[name] += 1
             if state.endswith(" true"):
                 break

@@ -293,7 +293,7 @@ struct ChangeFeedTests {
         }
         Thread.sleep(forTimeInterval: 0.5)
         try environment.connection().query("""
-            INSERT INTO jobs (app, message_id, recipient, reason) VALUES ($1, 'm1', 'zed', 'groupMessage')
+            INSERT INTO job_rows (app, message_id, recipient, reason) VALUES ($1, 'm1', 'zed', 'groupMessage')
             """, [app.id])
         #expect(waiting.wait(seconds: 25) == ["zed"])
     }

@@ -163,7 +163,7 @@ struct JobsTests {
         #expect(try stats(app)["retrying"] == 1)
         #expect(try claim(app).isEmpty)
         // Attempts up to maxAttempts (8): the eighth failure is dead.
-        try environment.connection().query("UPDATE jobs SET available_at = 0 WHERE app = $1 AND state = 'ready'", [app.id])
+        try environment.connection().query("UPDATE job_rows SET available_at = 0 WHERE app = $1 AND state = 'ready'", [app.id])
         for attempt in 3...8 {
             job = try #require(try claim(app).first)
             #expect(job["attempt"] as? Int == attempt)

@@ -244,10 +244,12 @@ struct FactWriter {
         // jobs' unique key.
         if !deletions.isEmpty {
             try connection.query("""
-                UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'ready'
-                   AND message_id = ANY (ARRAY(SELECT unnest($2::text[])
-                                               UNION SELECT m.id FROM messages m WHERE m.app = $1 AND m.parent_id = ANY ($2::text[])))
+                WITH doomed AS (SELECT ARRAY(SELECT unnest($2::text[])
+                                             UNION SELECT m.id FROM messages m WHERE m.app = $1 AND m.parent_id = ANY ($2::text[])) AS ids),
+                blocks AS (UPDATE job_blocks SET stop = claimed
+                            WHERE app = $1 AND message_id IN (SELECT unnest(ids) FROM doomed) AND claimed < stop)
+                UPDATE job_rows SET state = 'cancelled', updated_at = herald_now_ms()
+                 WHERE app = $1 AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
                 """, [app, deletions.values.map(\.id)])
         }
         // The app's settings, read once for all the job producers below, by the first that needs them.
@@ -258,14 +260,16 @@ struct FactWriter {
         }, appSettings: appSettings, on: connection)
         if !groupDeletions.isEmpty {
             try connection.query("""
-                UPDATE jobs SET state = 'cancelled', updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'ready'
-                   AND message_id = ANY (ARRAY(SELECT m.id FROM messages m
-                                                WHERE m.app = $1 AND m.group_id = ANY ($2::text[]) AND m.created_seen))
+                WITH doomed AS (SELECT ARRAY(SELECT m.id FROM messages m
+                                              WHERE m.app = $1 AND m.group_id = ANY ($2::text[]) AND m.created_seen) AS ids),
+                blocks AS (UPDATE job_blocks SET stop = claimed
+                            WHERE app = $1 AND message_id IN (SELECT unnest(ids) FROM doomed) AND claimed < stop)
+                UPDATE job_rows SET state = 'cancelled', updated_at = herald_now_ms()
+                 WHERE app = $1 AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
                 """, [app, Array(groupDeletions.keys)])
             // and its member actions' (which name no message)
             try connection.query("""
-                UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
+                UPDATE job_rows j SET state = 'cancelled', updated_at = herald_now_ms()
                   FROM member_actions a
                  WHERE a.app = $1 AND a.group_id = ANY ($2::text[])
                    AND j.app = $1 AND j.message_id IS NULL AND j.kind = 'memberAction' AND j.state = 'ready'

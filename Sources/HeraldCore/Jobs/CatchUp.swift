@@ -92,9 +92,17 @@ extension Fanout {
         }
         if !upgrades.isEmpty {
             try connection.query("""
-                UPDATE jobs j SET reason = x.reason FROM unnest($2::bigint[], $3::text[]) AS x(id, reason)
+                UPDATE job_rows j SET reason = x.reason FROM unnest($2::bigint[], $3::text[]) AS x(id, reason)
                  WHERE j.app = $1 AND j.id = x.id AND j.state = 'ready'
                 """, [app, upgrades.map(\.id), upgrades.map(\.reason.rawValue)])
+            // a block's job, while unclaimed: one position at a time (rare: a late trigger)
+            for upgrade in upgrades {
+                let (block, position) = JobBlocks.place(upgrade.id)
+                try connection.query("""
+                    UPDATE job_blocks SET reasons[$3::int + 1] = $4::smallint
+                     WHERE app = $1 AND id = $2 AND claimed <= $3::int AND $3::int < stop
+                    """, [app, block, position, upgrade.reason.code])
+            }
         }
         return try insert(jobs, on: connection, mayExist: true)
     }

@@ -24,7 +24,7 @@ enum ClearJobs {
     static func make(app: String, uid: String, deviceID: String?, moves: [Move], on connection: PostgresConnection) throws -> Int {
         guard !moves.isEmpty else { return 0 }
         let rows = try connection.query("""
-            INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, exclude_device,
+            INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, exclude_device,
                               clear_ids, badge)
             SELECT $1, x.thread, $2, 'herald', 'read:' || x.to_id, 'thread.read', 'read', 'clear', $3, c.ids, b.badge
               FROM unnest($4::text[], $5::bigint[], $6::text[], $7::bigint[], $8::text[]) AS x(thread, from_at, from_id, to_at, to_id)

@@ -139,7 +139,7 @@ enum EventJobs {
         guard !rows.isEmpty else { return 0 }
         let badges = withBadges ? try badges(app: app, recipients: rows.map(\.recipient), on: connection) : [:]
         return try connection.query("""
-            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge,
+            INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge,
                               exclude_device, sync_at, sync_by)
             SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
                                        $9::text[], $10::boolean[], $11::int[], $12::text[], $13::bigint[], $14::text[]) AS x

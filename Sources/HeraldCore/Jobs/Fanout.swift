@@ -179,29 +179,44 @@ struct Fanout {
         return (last, try insert(jobs, on: connection))
     }
 
-    /// Inserts jobs with their badges, ignoring (event, recipient) pairs that have one already.
-    /// A row holds the recipient, reason, privacy switch and badge; the push payload is built
-    /// from the message when a worker claims the job (`JobPayload`). A job of a `message.created`
-    /// is always for its message's own creation, which the message row records (only a message
-    /// new in a batch gets jobs, and its row takes that event), so such a row names no event; an
-    /// edit's job names the edit.
+    /// Writes jobs as blocks (`sql/0024_job_blocks.sql`): the recipients of one message's event,
+    /// in the order given, up to 1,024 per block, with their reasons (as codes) and privacy
+    /// switches; one row per block, whatever the count of recipients. The push payload is built
+    /// from the message when a worker claims a job (`JobPayload`), and so is the badge (SPEC §9:
+    /// the unread count when claimed). A job of a `message.created` is always for its message's
+    /// own creation, which the message row records, so such a block names no event; an edit's
+    /// names the edit. When jobs may exist already (`mayExist`: a catch-up, a batch run again),
+    /// the (event, recipient) pairs that have one are left out. Returns the count of jobs written.
     func insert(_ jobs: [JobRow],
                 on connection: PostgresConnection, mayExist: Bool? = nil) throws -> Int {
         guard !jobs.isEmpty else { return 0 }
-
-        // The badge: each recipient's unread thread count, now that this batch is applied.
-        let badges = try EventJobs.badges(app: app, recipients: jobs.map(\.recipient), on: connection)
-        let insert = """
-            INSERT INTO jobs (app, message_id, recipient, reason, privacy, badge, event_source, event_id, event_type)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::boolean[], $6::int[], $7::text[], $8::text[], $9::text[]) AS x
-            """
-        let sql = mayExist ?? jobsMayExist
-            ? insert + " ON CONFLICT (app, message_id, recipient, event_source, event_id) DO NOTHING" : insert
-        return try connection.query(sql, [app, jobs.map(\.created.message.id), jobs.map(\.recipient), jobs.map(\.reason.rawValue),
-                                          jobs.map(\.privacy), jobs.map { badges[$0.recipient] ?? 0 },
-                                          jobs.map { $0.created.ownEvent ? nil : $0.created.event.source },
-                                          jobs.map { $0.created.ownEvent ? nil : $0.created.event.id },
-                                          jobs.map { $0.created.ownEvent ? nil : $0.created.event.type }]).affectedRows
+        let filter = mayExist ?? jobsMayExist ? """
+            WHERE NOT EXISTS (SELECT 1 FROM job_blocks b
+                               WHERE b.app = $1 AND b.message_id = x.message_id AND b.event_source IS NOT DISTINCT FROM x.source
+                                 AND b.event_id IS NOT DISTINCT FROM x.event AND x.recipient = ANY (b.recipients))
+              AND NOT EXISTS (SELECT 1 FROM job_rows r
+                               WHERE r.app = $1 AND r.message_id = x.message_id AND r.recipient = x.recipient
+                                 AND r.event_source IS NOT DISTINCT FROM x.source AND r.event_id IS NOT DISTINCT FROM x.event)
+            """ : ""
+        let rows = try connection.query("""
+            WITH x AS (
+                SELECT * FROM unnest($2::text[], $3::text[], $4::smallint[], $5::boolean[], $6::text[], $7::text[], $8::text[])
+                              WITH ORDINALITY AS x(message_id, recipient, reason, privacy, source, event, type, n)
+                \(filter)
+            ), g AS (
+                SELECT x.*, (row_number() OVER (PARTITION BY x.message_id, x.source, x.event ORDER BY x.n) - 1) / 1024 AS part FROM x
+            )
+            INSERT INTO job_blocks (app, message_id, event_source, event_id, event_type, stop, recipients, reasons, privacy)
+            SELECT $1, g.message_id, g.source, g.event, min(g.type), count(*),
+                   array_agg(g.recipient ORDER BY g.n), array_agg(g.reason ORDER BY g.n), array_agg(g.privacy ORDER BY g.n)
+              FROM g GROUP BY g.message_id, g.source, g.event, g.part
+            RETURNING stop
+            """, [app, jobs.map(\.created.message.id), jobs.map(\.recipient), jobs.map(\.reason.code),
+                  jobs.map(\.privacy),
+                  jobs.map { $0.created.ownEvent ? nil : $0.created.event.source },
+                  jobs.map { $0.created.ownEvent ? nil : $0.created.event.id },
+                  jobs.map { $0.created.ownEvent ? nil : $0.created.event.type }])
+        return try rows.reduce(0) { $0 + (try $1.decode("stop", as: Int.self)) }
     }
 
     /// The decision's input for one recipient of a message.

@@ -101,7 +101,12 @@ struct JobPayload {
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
-        j.reason, j.privacy, j.badge, coalesce(j.message_id, '') AS message_id,
+        j.reason, j.privacy,
+        -- SPEC §9: a notification's badge is the recipient's unread thread count when the job is claimed
+        CASE WHEN j.kind IS NULL OR j.kind = 'update'
+             THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = j.app AND s.uid = j.recipient AND s.visible AND s.has_unread)
+             ELSE j.badge END AS badge,
+        coalesce(j.message_id, '') AS message_id,
         coalesce(m.conversation_id, r.conversation_id, 'group_' || a.group_id, '') AS conversation_id,
         coalesce(m.receiver_type, r.receiver_type, CASE WHEN a.group_id IS NOT NULL THEN 'group' END, '') AS receiver_type,
         coalesce(m.group_id, r.group_id, a.group_id) AS group_id, coalesce(m.sender, r.message_sender, '') AS sender,

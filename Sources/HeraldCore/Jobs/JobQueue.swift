@@ -22,7 +22,7 @@ enum JobQueue {
         let retryAfterMs: Int64?
     }
 
-    /// The FROM item `y` of an UPDATE of `jobs j` (`WHERE \(leasedMatch)`): the leased jobs of
+    /// The FROM item `y` of an UPDATE of `job_rows j` (`WHERE \(leasedMatch)`): the leased jobs of
     /// app `$1` named by the (id, attempt) pairs `$2`, `$3`, with the other arrays of `extra`
     /// (`$4::bigint[] AS delay`, …) beside them.
     ///
@@ -38,7 +38,7 @@ enum JobQueue {
         (SELECT t.ctid AS row, x.attempt\(extra.map { ", x." + $0.name }.joined())
            FROM unnest($2::bigint[], $3::int[]\(extra.map { ", " + $0.parameter }.joined()))
                 AS x(id, attempt\(extra.map { ", " + $0.name }.joined()))
-          CROSS JOIN LATERAL (SELECT ctid, app, attempt, state FROM jobs WHERE id = x.id OFFSET 0) t
+          CROSS JOIN LATERAL (SELECT ctid, app, attempt, state FROM job_rows WHERE id = x.id OFFSET 0) t
           WHERE t.app = $1 AND t.attempt = x.attempt AND t.state = 'leased') y
         """
     }
@@ -57,32 +57,51 @@ enum JobQueue {
         return base / 2 + Int64.random(in: 0...(base / 2), using: &generator)
     }
 
-    /// Returns expired leases to the queue, then leases up to `max` ready jobs, in id order.
+    /// The columns of a job row (`job_rows`, and the `jobs` view's rows) that `JobPayload` reads.
+    static let rowColumns = """
+        id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy, badge, state, attempt,
+        created_at, available_at, lease_until, last_error, updated_at, kind, exclude_device, clear_ids, template_reason,
+        subject_id, sync_at, sync_by
+        """
+
+    /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
+    /// (retries, silent jobs), then ranges of the oldest blocks (`herald_claim_jobs`). Two
+    /// statements: the claim, and the payloads of what it leased.
     static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
-        try connection.query("""
-            UPDATE jobs SET state = 'ready', available_at = lease_until, lease_until = NULL, updated_at = herald_now_ms()
-             WHERE app = $1 AND state = 'leased' AND lease_until <= herald_now_ms()
-            """, [app])
-        // The picked rows are updated through their ctid (a Tid Scan in every plan). A join
-        // on (app, id) was planned, depending on statistics, as a scan of every job of the
-        // app: as a generic plan's hash join, or, for an app newer than the last ANALYZE,
-        // through another index led by app. Either took seconds per claim once the table
-        // held a few hundred thousand jobs (W5 of make bench). The rows are locked by the
-        // subquery, so their ctids cannot change before the update.
+        var rowIDs: [Int64] = [], blocks: [Int64] = [], firsts: [Int] = [], lasts: [Int] = []
+        for row in try connection.query("SELECT row_id, block, first, last FROM herald_claim_jobs($1, $2, $3)", [app, max, leaseSeconds]) {
+            if let block = try row.decode("block", as: Int64?.self) {
+                blocks.append(block)
+                firsts.append(try row.decode("first"))
+                lasts.append(try row.decode("last"))
+            } else {
+                rowIDs.append(try row.decode("row_id"))
+            }
+        }
+        guard !rowIDs.isEmpty || !blocks.isEmpty else { return [] }
         let rows = try connection.query("""
             WITH claimed AS (
-                UPDATE jobs j SET state = 'leased', attempt = j.attempt + 1,
-                                  lease_until = herald_now_ms() + $3::bigint * 1000, updated_at = herald_now_ms()
-                 WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM jobs
-                                            WHERE app = $1 AND state = 'ready' AND available_at <= herald_now_ms()
-                                            ORDER BY available_at, id LIMIT $2
-                                            FOR UPDATE SKIP LOCKED))
-                RETURNING j.*)
+                SELECT \(rowColumns) FROM job_rows WHERE app = $1 AND id = ANY ($2::bigint[])
+                UNION ALL
+                SELECT \(rowColumns.split(separator: ",").map { "p." + $0.trimmingPrefix(while: \.isWhitespace) }.joined(separator: ", "))
+                  FROM unnest($3::bigint[], $4::int[], $5::int[]) AS r(block, first, last)
+                  JOIN job_block_positions p ON p.block = r.block AND p.position >= r.first AND p.position < r.last
+            )
             SELECT \(JobPayload.columns)
               FROM \(JobPayload.from("claimed"))
              ORDER BY j.id
-            """, [app, max, leaseSeconds])
+            """, [app, rowIDs, blocks, firsts, lasts])
         return try rows.map { try JobPayload(row: $0) }
+    }
+
+    /// Splits `jobs` into those leased in a block at attempt 1, with the block's marks locked,
+    /// and the others (row jobs, and ids no block claimed: they go to `job_rows`, where they are
+    /// stale unless a row has them).
+    private static func split<T>(app: String, _ jobs: [T], id: (T) -> Int64, attempt: (T) -> Int,
+                                 on connection: PostgresConnection) throws -> (marks: [Int64: JobBlocks.Marks], rows: [T]) {
+        let candidates = jobs.filter { attempt($0) == 1 }.map { JobBlocks.place(id($0)).block }
+        let marks = try JobBlocks.lockMarks(app: app, blocks: candidates, on: connection)
+        return (marks, jobs.filter { attempt($0) != 1 || marks[JobBlocks.place(id($0)).block] == nil })
     }
 
     /// Acknowledges the jobs whose attempt is current, and removes the devices their push
@@ -90,45 +109,104 @@ enum JobQueue {
     /// acknowledged. Runs in the caller's transaction.
     static func ack(app: String, _ acks: [Ack], on connection: PostgresConnection) throws -> Set<Int64> {
         guard !acks.isEmpty else { return [] }
-        let rows = try connection.query("""
-            UPDATE jobs j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
-              FROM \(leased())
-             WHERE \(leasedMatch)
-            RETURNING j.id, j.recipient
-            """, [app, acks.map(\.id), acks.map(\.attempt)])
-        var invalid: [Int64: [String]] = [:]
-        for ack in acks where !ack.invalidDevices.isEmpty { invalid[ack.id, default: []].append(contentsOf: ack.invalidDevices) }
-        var pairs: [(uid: String, id: String)] = []
+        let parts = try split(app: app, acks, id: \.id, attempt: \.attempt, on: connection)
+        var marks = parts.marks
+        let rowAcks = parts.rows
         var acked: Set<Int64> = []
-        for row in rows {
-            let id = try row.decode("id", as: Int64.self)
-            acked.insert(id)
-            for device in invalid[id] ?? [] { pairs.append((try row.decode("recipient"), device)) }
+        // A block's jobs: one update of its marks, which also ends the leases left with nothing to do.
+        var changed: [Int64: JobBlocks.Bits] = [:]
+        for ack in acks where ack.attempt == 1 {
+            let (block, position) = JobBlocks.place(ack.id)
+            guard var state = marks[block], state.isLeased(position) else { continue }
+            state.acked[position] = true
+            marks[block] = state
+            changed[block, default: JobBlocks.Bits()][position] = true
+            acked.insert(ack.id)
+        }
+        if !changed.isEmpty {
+            let order = changed.keys.sorted()
+            try connection.query("""
+                WITH u AS (
+                    UPDATE job_block_marks k SET acked = k.acked | x.mask::bit(1024)
+                      FROM unnest($1::bigint[], $2::text[]) AS x(block, mask)
+                     WHERE k.block = x.block
+                    RETURNING k.block, k.acked | k.moved AS done
+                )
+                DELETE FROM job_leases l USING u
+                 WHERE l.block = u.block AND bit_count(substring(u.done FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
+                """, [order, order.map { changed[$0]!.text }])
+        }
+        var pairs: [(uid: String, id: String)] = []
+        let refused = acks.filter { !$0.invalidDevices.isEmpty && acked.contains($0.id) }
+        if !refused.isEmpty {
+            let rows = try connection.query("""
+                SELECT x.id, b.recipients[(x.id % 1024)::int + 1] AS recipient
+                  FROM unnest($1::bigint[]) AS x(id) JOIN job_blocks b ON b.id = x.id / 1024
+                """, [refused.map(\.id)])
+            var recipients: [Int64: String] = [:]
+            for row in rows { recipients[try row.decode("id", as: Int64.self)] = try row.decode("recipient", as: String.self) }
+            for ack in refused { for device in ack.invalidDevices { if let uid = recipients[ack.id] { pairs.append((uid, device)) } } }
+        }
+        // Row jobs.
+        if !rowAcks.isEmpty {
+            let rows = try connection.query("""
+                UPDATE job_rows j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
+                  FROM \(leased())
+                 WHERE \(leasedMatch)
+                RETURNING j.id, j.recipient
+                """, [app, rowAcks.map(\.id), rowAcks.map(\.attempt)])
+            var invalid: [Int64: [String]] = [:]
+            for ack in rowAcks where !ack.invalidDevices.isEmpty { invalid[ack.id, default: []].append(contentsOf: ack.invalidDevices) }
+            for row in rows {
+                let id = try row.decode("id", as: Int64.self)
+                acked.insert(id)
+                for device in invalid[id] ?? [] { pairs.append((try row.decode("recipient"), device)) }
+            }
         }
         try DeviceStore().remove(app: app, pairs: pairs, on: connection)
         return acked
     }
 
     /// Fails the jobs whose attempt is current: each is retried later or dead. Returns the
-    /// state each handled job is in now (`ready` or `dead`), by id.
+    /// state each handled job is in now (`ready` or `dead`), by id. Runs in the caller's
+    /// transaction.
     static func fail(app: String, _ failures: [Failure], on connection: PostgresConnection) throws -> [Int64: String] {
         guard !failures.isEmpty else { return [:] }
-        let rows = try connection.query("""
-            UPDATE jobs j SET state = CASE WHEN y.dead THEN 'dead' ELSE 'ready' END,
-                              available_at = herald_now_ms() + y.delay, lease_until = NULL,
-                              last_error = y.error, updated_at = herald_now_ms()
-              FROM \(leased(extra: [("$4::bigint[]", "delay"), ("$5::boolean[]", "dead"), ("$6::text[]", "error")]))
-             WHERE \(leasedMatch)
-            RETURNING j.id, j.state
-            """, [app, failures.map(\.id), failures.map(\.attempt),
-                  failures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) },
-                  failures.map { !$0.retryable || $0.attempt >= maxAttempts },
-                  failures.map { String($0.error.prefix(2000)).replacing("\u{0}", with: "") }])
+        let parts = try split(app: app, failures, id: \.id, attempt: \.attempt, on: connection)
+        var marks = parts.marks
+        let rowFailures = parts.rows
         var states: [Int64: String] = [:]
-        for row in rows { states[try row.decode(0, as: Int64.self)] = try row.decode(1, as: String.self) }
+        var moves: [(id: Int64, state: String, attempt: Int, delay: Int64?, error: String?)] = []
+        for failure in failures where failure.attempt == 1 {
+            let (block, position) = JobBlocks.place(failure.id)
+            guard var state = marks[block], state.isLeased(position) else { continue }
+            state.moved[position] = true
+            marks[block] = state
+            let dead = !failure.retryable || failure.attempt >= maxAttempts
+            moves.append((failure.id, dead ? "dead" : "ready", 1, failure.retryAfterMs ?? backoffMs(attempt: 1), Self.clean(failure.error)))
+            states[failure.id] = dead ? "dead" : "ready"
+        }
+        try JobBlocks.moveOut(moves, on: connection)
+        if !rowFailures.isEmpty {
+            let rows = try connection.query("""
+                UPDATE job_rows j SET state = CASE WHEN y.dead THEN 'dead' ELSE 'ready' END,
+                                  available_at = herald_now_ms() + y.delay, lease_until = NULL,
+                                  last_error = y.error, updated_at = herald_now_ms()
+                  FROM \(leased(extra: [("$4::bigint[]", "delay"), ("$5::boolean[]", "dead"), ("$6::text[]", "error")]))
+                 WHERE \(leasedMatch)
+                RETURNING j.id, j.state
+                """, [app, rowFailures.map(\.id), rowFailures.map(\.attempt),
+                      rowFailures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) },
+                      rowFailures.map { !$0.retryable || $0.attempt >= maxAttempts },
+                      rowFailures.map { Self.clean($0.error) }])
+            for row in rows { states[try row.decode(0, as: Int64.self)] = try row.decode(1, as: String.self) }
+        }
         if states.values.contains("ready") { try announce(app: app, on: connection) }
         return states
     }
+
+    /// A worker's error as stored: at most 2,000 characters, no NUL.
+    private static func clean(_ error: String) -> String { String(error.prefix(2000)).replacing("\u{0}", with: "") }
 
     /// Tells the claims waiting on every instance that jobs of `app` are (or will be) ready
     /// without an insert: a release, a retry, a requeue (NOTIFY, sent at commit).
@@ -138,14 +216,24 @@ enum JobQueue {
 
     /// Gives leased jobs back untouched, as if never claimed (a delivery that stopped before
     /// sending them): ready in their old place (a claim leaves `available_at` as it was), the
-    /// claim's attempt undone.
+    /// claim's attempt undone. A block's job moves out to `job_rows` for that. Runs in the
+    /// caller's transaction.
     static func release(app: String, _ jobs: [(id: Int64, attempt: Int)], on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
-        let rows = try connection.query("""
-            UPDATE jobs j SET state = 'ready', attempt = j.attempt - 1, lease_until = NULL, updated_at = herald_now_ms()
-              FROM \(leased())
-             WHERE \(leasedMatch)
-            """, [app, jobs.map(\.id), jobs.map(\.attempt)])
-        if rows.affectedRows > 0 { try announce(app: app, on: connection) }
+        let (marks, rowJobs) = try split(app: app, jobs, id: \.id, attempt: \.attempt, on: connection)
+        let moves = jobs.filter { job in
+            let (block, position) = JobBlocks.place(job.id)
+            return job.attempt == 1 && marks[block]?.isLeased(position) == true
+        }.map { (id: $0.id, state: "ready", attempt: 0, delay: Int64?.none, error: String?.none) }
+        try JobBlocks.moveOut(moves, on: connection)
+        var released = moves.count
+        if !rowJobs.isEmpty {
+            released += try connection.query("""
+                UPDATE job_rows j SET state = 'ready', attempt = j.attempt - 1, lease_until = NULL, updated_at = herald_now_ms()
+                  FROM \(leased())
+                 WHERE \(leasedMatch)
+                """, [app, rowJobs.map(\.id), rowJobs.map(\.attempt)]).affectedRows
+        }
+        if released > 0 { try announce(app: app, on: connection) }
     }
 }

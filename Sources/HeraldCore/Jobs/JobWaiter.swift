@@ -157,12 +157,13 @@ public final class JobWaiter: Sendable {
     private func nextDue(apps: [String]) throws -> Double? {
         let rows = try database.withConnection { connection in
             try connection.query("""
-                SELECT min(least(r.at, l.at)) - herald_now_ms()
+                SELECT min(least(r.at, l.at, b.at)) - herald_now_ms()
                   FROM unnest($1::text[]) AS a(app)
-                  LEFT JOIN LATERAL (SELECT j.available_at AS at FROM jobs j WHERE j.app = a.app AND j.state = 'ready'
+                  LEFT JOIN LATERAL (SELECT j.available_at AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'ready'
                                       ORDER BY j.available_at LIMIT 1) r ON true
-                  LEFT JOIN LATERAL (SELECT j.lease_until AS at FROM jobs j WHERE j.app = a.app AND j.state = 'leased'
+                  LEFT JOIN LATERAL (SELECT j.lease_until AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'leased'
                                       ORDER BY j.lease_until LIMIT 1) l ON true
+                  LEFT JOIN LATERAL (SELECT l.until AS at FROM job_leases l WHERE l.app = a.app ORDER BY l.until LIMIT 1) b ON true
                 """, [apps])
         }
         guard let milliseconds = try rows.first?.decode(0, as: Int64?.self) else { return nil }

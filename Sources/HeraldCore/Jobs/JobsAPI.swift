@@ -121,7 +121,7 @@ enum JobsAPI {
             if case .string(let text)? = entry["error"] { message = text }
             failures.append(JobQueue.Failure(id: id, attempt: attempt, error: message, retryable: retryable, retryAfterMs: delay))
         }
-        let states = try context.services.database.withConnection { try JobQueue.fail(app: context.app, failures, on: $0) }
+        let states = try context.services.database.withTransaction { try JobQueue.fail(app: context.app, failures, on: $0) }
         let deadCount = states.values.filter { $0 == "dead" }.count
         let retrying = states.count - deadCount
         context.services.metrics.add(.jobsRetried, retrying)
@@ -129,23 +129,36 @@ enum JobsAPI {
         return .json(FailResult(dead: deadCount, retrying: retrying, stale: items.map(\.0).filter { states[$0] == nil }))
     }
 
-    /// The queue's counts over `jobs` rows in state ready, leased or dead: ready (including
-    /// expired leases), leased, retrying (waiting for their backoff), dead, and the oldest ready
-    /// job's age in ms. Shared by the stats route (one app) and `/metrics` (every app).
-    static let queueCounts = """
-        count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
-                           OR (state = 'leased' AND lease_until <= herald_now_ms())) AS ready,
-        count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()) AS leased,
-        count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()) AS retrying,
-        count(*) FILTER (WHERE state = 'dead') AS dead,
-        coalesce(herald_now_ms() - min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()), 0)
-            AS oldest_ready_age_ms
-        """
+    /// The queue's counts, of one app (`$1`) or of all (`app` nil): ready (including expired
+    /// leases), leased, retrying (waiting for their backoff), dead, and the oldest ready job's
+    /// age in ms. From the row jobs in state ready, leased or dead, the blocks with jobs left to
+    /// claim (`stop - claimed` each), and the lease ranges (their positions neither acked nor
+    /// moved). Shared by the stats route and `/metrics`.
+    static func queueCounts(oneApp: Bool) -> String {
+        let app = oneApp ? "app = $1 AND" : ""
+        let leaseApp = oneApp ? "WHERE l.app = $1" : ""
+        return """
+            SELECT r.ready + b.ready + l.expired AS ready, r.leased + l.leased AS leased, r.retrying, r.dead,
+                   coalesce(herald_now_ms() - least(r.oldest, b.oldest), 0) AS oldest_ready_age_ms
+              FROM (SELECT count(*) FILTER (WHERE (state = 'ready' AND available_at <= herald_now_ms())
+                                                OR (state = 'leased' AND lease_until <= herald_now_ms())) AS ready,
+                           count(*) FILTER (WHERE state = 'leased' AND lease_until > herald_now_ms()) AS leased,
+                           count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()) AS retrying,
+                           count(*) FILTER (WHERE state = 'dead') AS dead,
+                           min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()) AS oldest
+                      FROM job_rows WHERE \(app) state IN ('ready', 'leased', 'dead')) r,
+                   (SELECT coalesce(sum(stop - claimed), 0)::bigint AS ready, min(created_at) AS oldest
+                      FROM job_blocks WHERE \(app) claimed < stop) b,
+                   (SELECT coalesce(sum(n) FILTER (WHERE until > herald_now_ms()), 0)::bigint AS leased,
+                           coalesce(sum(n) FILTER (WHERE until <= herald_now_ms()), 0)::bigint AS expired
+                      FROM (SELECT l.until, (l.last - l.first) - bit_count(substring(k.acked | k.moved FROM l.first + 1 FOR l.last - l.first)) AS n
+                              FROM job_leases l JOIN job_block_marks k ON k.block = l.block \(leaseApp)) s) l
+            """
+    }
 
     static func stats(_ context: RequestContext) throws -> Response {
         let rows = try context.services.database.withConnection { connection in
-            try connection.query("SELECT \(queueCounts) FROM jobs WHERE app = $1 AND state IN ('ready', 'leased', 'dead')",
-                                 [context.app])
+            try connection.query(queueCounts(oneApp: true), [context.app])
         }
         let row = rows[0]
         return .json(QueueStats(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"),
@@ -157,7 +170,7 @@ enum JobsAPI {
         let after = try list.integerPosition(kind: "dead")
         let jobs = try context.services.database.withConnection { connection in
             let rows = try connection.query("""
-                SELECT \(JobPayload.columns) FROM \(JobPayload.from("jobs"))
+                SELECT \(JobPayload.columns) FROM \(JobPayload.from("job_rows"))
                  WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])
@@ -176,10 +189,10 @@ enum JobsAPI {
         for (index, value) in values.enumerated() { ids.append(try jobID(value, field: "ids[\(index)]")) }
         let rows = try context.services.database.withConnection { connection in
             let rows = try connection.query("""
-                UPDATE jobs SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
+                UPDATE job_rows SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
                                 updated_at = herald_now_ms(),
                                 -- a new id: a worker still holding the old one cannot ack or fail the new life
-                                id = nextval('jobs_id_seq')
+                                id = nextval('jobs_id_seq') * 1024
                  WHERE app = $1 AND id = ANY ($2::bigint[]) AND state = 'dead'
                 """, [context.app, ids])
             if rows.affectedRows > 0 { try JobQueue.announce(app: context.app, on: connection) }

@@ -104,7 +104,7 @@ enum ReactionJobs {
                                 on connection: PostgresConnection) throws -> Int {
         guard !removed.isEmpty else { return 0 }
         try connection.query("""
-            UPDATE jobs j SET state = 'cancelled', updated_at = herald_now_ms()
+            UPDATE job_rows j SET state = 'cancelled', updated_at = herald_now_ms()
               FROM unnest($2::text[]) AS x(id)
              CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
              WHERE j.app = $1 AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction' AND j.state = 'ready'
@@ -112,7 +112,7 @@ enum ReactionJobs {
         let due = removed.filter { !settings.isStale(eventTime: $0.reaction.at, now: now) }
         guard !due.isEmpty else { return 0 }
         return try connection.query("""
-            INSERT INTO jobs (app, message_id, subject_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
+            INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
             SELECT DISTINCT ON (r.id, j.recipient)
                    $1, r.message_id, r.id, j.recipient, x.source, x.event_id, 'reaction.removed', 'reactionRemoved', 'retract', ARRAY[r.id]
               FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)

@@ -23,7 +23,7 @@ enum Retractions {
         let due = try dueNow(deletions, appSettings: appSettings, setting: \.messageDeleted, time: \.message.deletedAt)
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""
-            INSERT INTO jobs (app, message_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
+            INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
             SELECT $1, x.id, j.recipient, x.source, x.event_id, 'message.deleted', 'deleted', 'retract',
                    (array_agg(DISTINCT coalesce(j.subject_id, m.id) ORDER BY coalesce(j.subject_id, m.id) DESC))[1:\(maxCollapseIDs)]
               FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)

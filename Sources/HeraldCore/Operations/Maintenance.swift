@@ -42,7 +42,15 @@ public final class Maintenance: Sendable {
         // Finished jobs go with the dedupe records of their events.
         let targets = [("events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
                        ("rejected_events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
-                       ("jobs", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("job_rows", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - $1::bigint * 86400000"),
+                       // a block once each of its jobs is acked, cancelled or moved out (a row of its own)
+                       ("job_blocks", """
+                           created_at < herald_now_ms() - $1::bigint * 86400000 AND claimed = stop
+                           AND (claimed = 0 OR EXISTS (SELECT 1 FROM job_block_marks k WHERE k.block = job_blocks.id
+                                                          AND bit_count(k.acked | k.moved) = job_blocks.claimed))
+                           """),
+                       ("job_block_marks", "$1::bigint >= 0 AND NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_block_marks.block)"),
+                       ("job_leases", "$1::bigint >= 0 AND NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_leases.block)"),
                        ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
                        // what member-action jobs say, once none of its jobs is left nor to come
                        ("member_actions", """

@@ -104,8 +104,8 @@ public final class Metrics: Sendable {
     static func readQueue(_ database: PostgresPool) -> QueueState? {
         try? database.withConnection { connection in
             let rows = try connection.query("""
-                SELECT \(JobsAPI.queueCounts), (SELECT count(*) FROM fanout_tasks WHERE NOT done) AS fanout_tasks
-                  FROM jobs WHERE state IN ('ready', 'leased', 'dead')
+                SELECT q.*, (SELECT count(*) FROM fanout_tasks WHERE NOT done) AS fanout_tasks
+                  FROM (\(JobsAPI.queueCounts(oneApp: false))) q
                 """)
             let row = rows[0]
             return QueueState(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"), dead: try row.decode("dead"),
