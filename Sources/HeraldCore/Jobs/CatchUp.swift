@@ -15,37 +15,45 @@ extension Fanout {
             WITH k AS (
                 SELECT uid, thread_id, min(at) AS at FROM unnest($2::text[], $3::text[], $4::bigint[]) AS k(uid, thread_id, at)
                  GROUP BY uid, thread_id
+            ), c AS MATERIALIZED (
+                SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
+                       m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
+                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
+                           AS mentioned,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid) AS preferences,
+                       (SELECT mu.until FROM user_mutes mu
+                         WHERE mu.app = $1 AND mu.uid = k.uid
+                           AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                           AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
+                       m.parent_id
+                  FROM k
+                  JOIN subscriptions s ON s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
+                  -- the thread's replies sent at or after the trigger, through messages_replies_by_time
+                  CROSS JOIN LATERAL (SELECT * FROM messages m
+                                       WHERE m.app = $1 AND m.parent_id = k.thread_id AND m.sent_at >= k.at
+                                         AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
+                                         AND m.event_id IS NOT NULL AND m.id <> ALL ($5::text[])
+                                      OFFSET 0) m
+                 WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
+                                    WHERE ft.app = $1 AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
+                   AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
+                   AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
+                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                            WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = k.uid), false) END
+            ),
+            -- the jobs the messages already have (a notification of the message, not a reaction's
+            -- or an update's that name it too): each message's blocks read once, through its key
+            -- (OFFSET 0: per message, not a join over every job of the app), rather than one lookup
+            -- per (user, message)
+            have AS MATERIALIZED (
+                SELECT DISTINCT ON (j.message_id, j.recipient) j.message_id, j.recipient,
+                       CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason
+                  FROM (SELECT DISTINCT c.id FROM c) mm
+                 CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.app = $1 AND j.message_id = mm.id AND j.kind IS NULL OFFSET 0) j
+                 ORDER BY j.message_id, j.recipient, j.block NULLS FIRST
             )
-            SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
-                   m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
-                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
-                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
-                       AS mentioned,
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid) AS preferences,
-                   (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = k.uid
-                       AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
-                   m.parent_id, j.ready_id, j.reason
-              FROM k
-              JOIN subscriptions s ON s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
-              -- the thread's replies sent at or after the trigger, through messages_replies_by_time
-              CROSS JOIN LATERAL (SELECT * FROM messages m
-                                   WHERE m.app = $1 AND m.parent_id = k.thread_id AND m.sent_at >= k.at
-                                     AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
-                                     AND m.event_id IS NOT NULL AND m.id <> ALL ($5::text[])
-                                  OFFSET 0) m
-              -- the job the message already has for this user, if any (one lookup, the dedupe key;
-              -- a notification of the message, not a reaction's or an update's that name it too)
-              LEFT JOIN LATERAL (SELECT CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason FROM jobs j
-                                  WHERE j.app = $1 AND j.recipient = k.uid AND j.message_id = m.id AND j.kind IS NULL
-                                  LIMIT 1) j ON true
-             WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
-                                WHERE ft.app = $1 AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
-               AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
-               AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
-                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                        WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = k.uid), false) END
+            SELECT c.*, h.ready_id, h.reason FROM c LEFT JOIN have h ON h.message_id = c.id AND h.recipient = c.uid
             """, [app, triggers.map(\.uid), triggers.map(\.thread), triggers.map(\.at), fresh])
         guard !rows.isEmpty else { return 0 }
         let settings = try appSettings.get()

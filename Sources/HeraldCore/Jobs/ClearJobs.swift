@@ -35,9 +35,7 @@ enum ClearJobs {
                             WHERE m.app = $1 AND m.parent_id = x.thread
                               AND (m.sent_at, m.id COLLATE "C") <= (x.to_at, x.to_id COLLATE "C")
                               AND (x.from_at IS NULL OR (m.sent_at, m.id COLLATE "C") > (x.from_at, x.from_id COLLATE "C"))
-                              AND EXISTS (SELECT 1 FROM jobs j
-                                           WHERE j.app = $1 AND j.message_id = m.id AND j.recipient = $2
-                                             AND j.attempt > 0 AND j.kind IS NULL)
+                              AND EXISTS (SELECT 1 FROM herald_message_jobs($1, m.id, $2) j WHERE j.attempt > 0)
                             ORDER BY m.sent_at DESC, m.id COLLATE "C" DESC
                             LIMIT \(maxCollapseIDs)) r) c
              CROSS JOIN (SELECT count(*)::int AS badge FROM subscriptions

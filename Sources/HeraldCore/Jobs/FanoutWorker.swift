@@ -100,7 +100,7 @@ public final class FanoutWorker: Sendable {
                                                  [app, taskID])
                             return true // deleted meanwhile: nothing to notify
                         }
-                        (last, count) = try Fanout(app: app).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                        (last, count) = try Fanout(app: app, jobsMayExist: false).produce([Fanout.Created(event: event, message: message)], settings: settings,
                                                                     after: after, limit: chunkSize, on: connection)
                     case .reaction:
                         // a reaction removed, or its message deleted, meanwhile yields no candidates: done
