@@ -210,6 +210,7 @@ struct Fanout {
             SELECT $1, g.message_id, g.source, g.event, min(g.type), count(*),
                    array_agg(g.recipient ORDER BY g.n), array_agg(g.reason ORDER BY g.n), array_agg(g.privacy ORDER BY g.n)
               FROM g GROUP BY g.message_id, g.source, g.event, g.part
+             ORDER BY min(g.n)   -- block ids (and so job ids and claim order) follow the order given
             RETURNING stop
             """, [app, jobs.map(\.created.message.id), jobs.map(\.recipient), jobs.map(\.reason.code),
                   jobs.map(\.privacy),
