@@ -109,4 +109,29 @@ struct DeliveryRequestTests {
         #expect(DeliveryRequest.gorushFailedDevices(failed, job: Self.job(devices: devices)) == ["b"],
                 "only a bad token removes its device: not an outage, not an unexplained failure")
     }
+
+    @Test("the job's event trace: a traceparent header on what is sent, and in the data of webhook and gorush bodies")
+    func trace() throws {
+        let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        var job = Self.job(devices: [Device.Target(id: "c", platform: "fcm", token: "t3", topic: nil, sandbox: false)])
+        var settings = DeliverySettings()
+        settings.url = "https://example.com/hook"
+        for mode in [DeliverySettings.Mode.webhook, .gorush] {
+            settings.mode = mode
+            let plain = try #require(DeliveryRequest.make(job: job, settings: settings))
+            #expect(!plain.headers.contains { $0.hasPrefix("traceparent") } && !String(decoding: plain.body, as: UTF8.self).contains("traceparent"),
+                    "no trace, nothing added")
+        }
+        job.traceparent = trace
+        settings.mode = .webhook
+        let webhook = try #require(DeliveryRequest.make(job: job, settings: settings))
+        #expect(webhook.headers.contains("traceparent: \(trace)"))
+        let body = try #require(try JSONSerialization.jsonObject(with: Data(webhook.body)) as? [String: Any])
+        #expect((body["data"] as? [String: Any])?["traceparent"] as? String == trace)
+        settings.mode = .gorush
+        let gorush = try #require(DeliveryRequest.make(job: job, settings: settings))
+        #expect(gorush.headers.contains("traceparent: \(trace)"))
+        let notifications = try #require((try JSONSerialization.jsonObject(with: Data(gorush.body)) as? [String: Any])?["notifications"] as? [[String: Any]])
+        #expect(notifications.map { ($0["data"] as? [String: Any])?["traceparent"] as? String } == [trace])
+    }
 }

@@ -33,8 +33,11 @@ enum DeliveryRequest {
             guard let gorush = gorushBody(job) else { return nil }
             body = gorush
         }
-        return OutboundRequest(url: settings.url ?? "", headers: ["webhook-id: \(wireJobID(job.id))"], body: body,
-                               timeoutMs: settings.timeoutMs)
+        var headers = ["webhook-id: \(wireJobID(job.id))"]
+        // The event's trace, passed on unchanged (Herald opens no span of its own), so the
+        // receiver's work joins the trace the bus started.
+        if let trace = job.traceparent { headers.append("traceparent: \(trace)") }
+        return OutboundRequest(url: settings.url ?? "", headers: headers, body: body, timeoutMs: settings.timeoutMs)
     }
 
     /// Adds `webhook-timestamp` (now: Standard Webhooks receivers refuse a timestamp more than 5
@@ -93,6 +96,7 @@ enum DeliveryRequest {
                                     data.field(removal.kind == .clear ? "parentMessageId" : "messageId", job.messageID)
                                     data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
                                     if removal.kind == .clear { data.field("badge", job.badge) }
+                                    if let trace = job.traceparent { data.field("traceparent", trace) }
                                 } }
                                 return
                             }
@@ -109,6 +113,7 @@ enum DeliveryRequest {
                                     data.field("change", sync.change)
                                     if !job.messageID.isEmpty { data.field("messageId", job.messageID) }
                                     data.field("conversationId", sync.conversationID)
+                                    if let trace = job.traceparent { data.field("traceparent", trace) }
                                 } }
                                 return
                             }
@@ -139,6 +144,7 @@ enum DeliveryRequest {
                                     data.field("action", action.action.rawValue)
                                     data.field("uid", action.uid)
                                 }
+                                if let trace = job.traceparent { data.field("traceparent", trace) }
                             } }
                         }
                     }

@@ -160,6 +160,9 @@ public struct IncomingEvent: Sendable {
     public let id: String
     public let type: String
     public var event: DomainEvent
+    /// The event's W3C `traceparent` attribute (CloudEvents' distributed-tracing extension) when
+    /// it has the exact W3C form; stored with the event and put in its jobs' `data`.
+    public var traceparent: String? = nil
 
     /// The message this event is about and the parent it names (nil: a root, or not said).
     var message: (id: String, parentID: String?)? {

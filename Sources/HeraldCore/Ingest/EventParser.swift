@@ -138,7 +138,8 @@ public enum EventParser {
         default:
             throw EventRejection(code: "ERR_UNKNOWN_EVENT_TYPE", message: "unknown event type \(type)", field: "type")
         }
-        return IncomingEvent(source: source, id: id, type: type, event: event)
+        return IncomingEvent(source: source, id: id, type: type, event: event,
+                             traceparent: TraceContext.traceparent(object["traceparent"]?.stringValue))
     }
 
     /// The member actions by event type, and whether each makes the subject a member (nil: no

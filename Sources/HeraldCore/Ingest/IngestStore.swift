@@ -69,13 +69,14 @@ public struct IngestStore: Sendable {
                     let learned = held.missing(from: lockSet(working.map(\.event)))
                     if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
                     let fresh = try connection.query("""
-                        INSERT INTO events (app, source, id, type)
-                        SELECT $1, s, i, t FROM unnest($2::text[], $3::text[], $4::text[]) AS x(s, i, t)
+                        INSERT INTO events (app, source, id, type, traceparent)
+                        SELECT $1, s, i, t, tp FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(s, i, t, tp)
                          -- in one order: two batches redelivering the same events wait, never deadlock
                          ORDER BY s COLLATE "C", i COLLATE "C"
                         ON CONFLICT DO NOTHING
                         RETURNING source, id
-                        """, [app, working.map(\.event.source), working.map(\.event.id), working.map(\.event.type)])
+                        """, [app, working.map(\.event.source), working.map(\.event.id), working.map(\.event.type),
+                              working.map(\.event.traceparent)])
                     var isNew: Set<[UInt8]> = []
                     for row in fresh {
                         isNew.insert(Array(try row.decode("source", as: String.self).utf8) + [0] + Array(try row.decode("id", as: String.self).utf8))

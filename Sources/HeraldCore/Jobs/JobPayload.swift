@@ -44,6 +44,9 @@ struct JobPayload {
     var memberAction: MemberActionFacts?
     /// A `sync` job's change (SPEC §12.3).
     var sync: Sync?
+    /// The W3C trace of the event that produced the job, in its `data` (a push traced from the
+    /// bus to the device); nil when the event had none.
+    var traceparent: String? = nil
 
     struct Sync {
         /// `messagePinned` … `conversationUnpinned` (also the job's reason).
@@ -80,7 +83,22 @@ struct JobPayload {
         var collapseIds: [String]
     }
 
-    /// The FROM clause over the jobs `source` (`jobs`, or a CTE of them) that `columns` reads:
+    /// The `traceparent` column of a job source: the trace of the event that produced the job
+    /// `alias` (its own event, or when it names none — a block — its message's creation), stored
+    /// once with the event (`sql/0025_event_traceparent.sql`), not with each job.
+    static func traceOf(_ alias: String) -> String {
+        """
+        (SELECT e.traceparent
+           FROM (SELECT \(alias).event_source, \(alias).event_id WHERE \(alias).event_source IS NOT NULL
+                 UNION ALL
+                 SELECT m.event_source, m.event_id FROM messages m
+                  WHERE \(alias).event_source IS NULL AND m.app = \(alias).app AND m.id = \(alias).message_id) k (source, id)
+           JOIN events e ON e.app = \(alias).app AND e.source = k.source AND e.id = k.id) AS traceparent
+        """
+    }
+
+    /// The FROM clause over the jobs `source` (a CTE of jobs, or a subquery, with the job row's
+    /// columns and `traceOf`'s `traceparent`) that `columns` reads:
     /// each job `j` and its message `m` (a clear job's thread root, or a reacted message, which may
     /// not have arrived); a reaction's job its reaction `r`, a member action's its action `a`
     /// (each looked up only for its kind of job).
@@ -113,7 +131,7 @@ struct JobPayload {
         coalesce(m.sent_at, 0) AS sent_at, coalesce(m.parent_id, r.parent_id) AS parent_id, coalesce(m.text, '') AS text, j.last_error,
         j.subject_id, r.reactor, r.reaction, a.uid AS action_uid, a.actor AS action_actor, a.action, a.scope AS action_scope,
         a.at AS action_at, j.sync_at, j.sync_by,
-        j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason,
+        j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason, j.traceparent,
         \(Device.Target.recipientDevices) AS devices
         """
 
@@ -192,7 +210,7 @@ struct JobPayload {
         let fields = title.utf8.count + body.utf8.count + 3 * messageID.utf8.count + conversationID.utf8.count
             + sender.utf8.count + 2 * (groupID?.utf8.count ?? 0) + (parentID?.utf8.count ?? 0)
             + 2 * (reaction.map { $0.id.utf8.count + $0.reactor.utf8.count + $0.emoji.utf8.count } ?? 0)
-            + (memberAction.map { $0.uid.utf8.count + ($0.actor?.utf8.count ?? 0) } ?? 0)
+            + (memberAction.map { $0.uid.utf8.count + ($0.actor?.utf8.count ?? 0) } ?? 0) + (traceparent?.utf8.count ?? 0)
         if fields * 6 + 512 <= Self.maxPushBytes { return (title, body) }
         var probe = JSONWriter()
         probe.object { writePush(to: &$0, title: title, body: "") }
@@ -262,6 +280,7 @@ struct JobPayload {
                     data.field("pinnedAt", sync.at)
                     data.field("pinnedBy", sync.by)
                 }
+                writeTrace(to: &data)
             } }
             return
         }
@@ -280,6 +299,7 @@ struct JobPayload {
                     data.field("parentMessageId", parentID)
                     data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
                 }
+                writeTrace(to: &data)
             } }
             return
         }
@@ -301,6 +321,7 @@ struct JobPayload {
                 data.field("actor", action.actor)
                 data.field("scope", action.scope)
                 data.field("at", action.at)
+                writeTrace(to: &data)
                 return
             }
             data.field("messageId", messageID)
@@ -315,7 +336,13 @@ struct JobPayload {
                 data.field("reaction", reaction.emoji)
                 data.field("reactor", reaction.reactor)
             }
+            writeTrace(to: &data)
         } }
+    }
+
+    /// `traceparent` in `data`, only when the job's event had one.
+    private func writeTrace(to data: inout JSONWriter) {
+        if let traceparent { data.field("traceparent", traceparent) }
     }
 }
 
@@ -344,6 +371,7 @@ extension JobPayload {
         lastError = try row.decode("last_error")
         devices = try Device.Target.list(json: try row.decode("devices"))
         excludeDevice = try row.decode("exclude_device")
+        traceparent = try row.decode("traceparent")
         if let subject = try row.decode("subject_id", as: String?.self), let reactor = try row.decode("reactor", as: String?.self) {
             reaction = Reaction(id: subject, reactor: reactor, emoji: try row.decode("reaction"))
         }

@@ -81,15 +81,18 @@ enum JobQueue {
         guard !rowIDs.isEmpty || !blocks.isEmpty else { return [] }
         let rows = try connection.query("""
             WITH claimed AS (
-                SELECT \(rowColumns) FROM job_rows WHERE app = $1 AND id = ANY ($2::bigint[])
+                SELECT \(rowColumns), \(JobPayload.traceOf("job_rows")) FROM job_rows WHERE app = $1 AND id = ANY ($2::bigint[])
                 UNION ALL
                 -- a range of a block: slices of its arrays, each read once (not the whole block
                 -- unnested, nor an array subscript per job, which would detoast it every time)
                 SELECT b.id * 1024 + r.first + p.n - 1, b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
                        herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
-                       NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text
+                       NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
+                       t.traceparent
                   FROM unnest($3::bigint[], $4::int[], $5::int[]) AS r(block, first, last)
                   JOIN job_blocks b ON b.id = r.block
+                  -- the event's trace, looked up once per block, not per job
+                  LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b"))) t ON true
                  CROSS JOIN LATERAL unnest(b.recipients[r.first + 1:r.last], b.reasons[r.first + 1:r.last], b.privacy[r.first + 1:r.last])
                        WITH ORDINALITY AS p(recipient, reason, privacy, n)
             )

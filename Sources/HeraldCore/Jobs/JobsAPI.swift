@@ -170,7 +170,8 @@ enum JobsAPI {
         let after = try list.integerPosition(kind: "dead")
         let jobs = try context.services.database.withConnection { connection in
             let rows = try connection.query("""
-                SELECT \(JobPayload.columns) FROM \(JobPayload.from("job_rows"))
+                SELECT \(JobPayload.columns)
+                  FROM \(JobPayload.from("(SELECT job_rows.*, \(JobPayload.traceOf("job_rows")) FROM job_rows)"))
                  WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
                  ORDER BY j.id LIMIT $3
                 """, [context.app, after, list.limit + 1])
