@@ -66,7 +66,9 @@ def main():
               " run python3 scripts/openapi_me.py --write", file=sys.stderr)
         return 1
     lines = text.split("\n")
-    end = next(i for i, line in enumerate(lines) if line == '  "components": {') - 1   # the "  }," closing "paths"
+    # the "  }," closing "paths": the line before the next top-level member ("webhooks", "components")
+    start = next(i for i, line in enumerate(lines) if line == '  "paths": {')
+    end = next(i for i, line in enumerate(lines) if i > start and line.startswith('  "') and line.endswith('": {')) - 1
     assert lines[end] == "  },", lines[end]
     first = next((i for i, line in enumerate(lines) if line.startswith('    "' + MIRROR_PREFIX)), None)
     if first is None:

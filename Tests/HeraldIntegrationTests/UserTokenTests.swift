@@ -153,6 +153,9 @@ struct UserTokenTests {
         try app.ingest([Events.member("j1", "member.joined", uid: "alice", at: past - 10), Events.message("e1", id: "m1", sender: "alice", at: past)],
                        client: client)
         let token = try hs256(app).token(claims(app))
+        // a level to remove, so that the mirror's DELETE answers 204 rather than its own 404
+        #expect(try client.send("PUT", "/v1/users/alice/conversations/group_g1/level", token: app.serverKey,
+                                headers: ["Content-Type": "application/json"], body: Array(#"{"level": "all"}"#.utf8)).status == 200)
         let routes = environment.server.service.routes
         let users = routes.filter { $0.pattern.hasPrefix("/v1/users/{uid}/") }
         #expect(users.count >= 13)
@@ -160,6 +163,7 @@ struct UserTokenTests {
             let mirror = "/v1/me/" + route.pattern.dropFirst("/v1/users/{uid}/".count)
             #expect(routes.contains { $0.method == route.method && $0.pattern == mirror }, "\(route.method) \(mirror)")
             let path = mirror.replacing("{messageId}", with: "m1").replacing("{deviceId}", with: "d1")
+                .replacing("{conversationId}", with: "group_g1")
             let response = try client.send(route.method, path, token: token, headers: ["Content-Type": "application/json"], body: Array("{}".utf8))
             // Served and allowed: no 401/403/405, and no route-level 404 (a domain 404 such as
             // ERR_DEVICE_NOT_FOUND is the route answering).

@@ -15,8 +15,10 @@ struct RoutingTests {
     static func input(reply: Bool, type: Routing.ConversationType, messages: String = "SUBSCRIBE_TO_ALL",
                       replies: String = "SUBSCRIBE_TO_ALL", quoted: String = "SUBSCRIBE_TO_ALL",
                       subscription: Routing.SubscriptionState = .none, mention: Mention = .neither, quotes: Bool = false,
-                      quiet: Quiet = .none, bypass: Bypass = .none) -> Routing.Input {
+                      quiet: Quiet = .none, bypass: Bypass = .none, level: String? = nil, tracked: Bool = false) -> Routing.Input {
         var input = Routing.Input(isReply: reply, conversation: type)
+        input.level = level.map { Routing.ConversationLevel(rawValue: $0)! }
+        input.tracked = tracked
         input.preferences.messages = MessagesPreference(rawValue: messages)!
         input.preferences.replies = RepliesPreference(rawValue: replies)!
         input.preferences.quotedReplies = QuotedRepliesPreference(rawValue: quoted)!
@@ -40,7 +42,10 @@ struct RoutingTests {
 
     /// SPEC §8.1 written as a table of rules, independently of `Routing.decide`'s control flow.
     static func expected(reply: Bool, messages: String, replies: String, quoted: String, subscription: Routing.SubscriptionState,
-                         mention: Mention, quotes: Bool, quiet: Quiet, bypass: Bypass) -> String {
+                         mention: Mention, quotes: Bool, quiet: Quiet, bypass: Bypass, level: String? = nil, tracked: Bool = false) -> String {
+        // SPEC §18: a conversation level stands for all three category preferences
+        let levelled = level.map { ["all": "SUBSCRIBE_TO_ALL", "mentions": "SUBSCRIBE_TO_MENTIONS", "nothing": "DONT_SUBSCRIBE"][$0]! }
+        let (messages, replies, quoted) = levelled.map { ($0, $0, $0) } ?? (messages, replies, quoted)
         let mentioned = mention != .neither
         let unsubscribed = subscription == .unsubscribed
         if reply && replies != "DONT_SUBSCRIBE" && unsubscribed && mention != .explicit { return "UNSUBSCRIBED" }
@@ -52,7 +57,8 @@ struct RoutingTests {
         let quoteRule: [String: Bool] = ["DONT_SUBSCRIBE": false, "SUBSCRIBE_TO_ALL": true,
                                          "SUBSCRIBE_TO_MENTIONS": mentioned, "SUBSCRIBE_TO_QUOTES_ON_OWN_MESSAGES": true]
         let quote = quotes && !unsubscribed && quoteRule[quoted]!
-        guard category || quote else { return reply ? "REPLIES_PREFERENCE" : "MESSAGES_PREFERENCE" }
+        guard category || quote else { return level != nil ? "CONVERSATION_LEVEL" : reply ? "REPLIES_PREFERENCE" : "MESSAGES_PREFERENCE" }
+        if reply && tracked && !unsubscribed && !mentioned { return "TRACK_ONLY" }
         let bypassed = (bypass == .mentions && mention == .explicit) || (bypass == .all && mention == .all)
         if !bypassed {
             switch quiet {
@@ -76,10 +82,12 @@ struct RoutingTests {
 
     /// The conversation type chooses which preferences apply (`Preferences.init(user:app:type:)`,
     /// covered by PreferenceTests); the decision reads only the preferences, so the table runs once.
-    @Test("every preference value × subscription × mention × quote × quiet rule × bypass")
+    @Test("every preference value × subscription × mention × quote × quiet rule × bypass × conversation level × track")
     func exhaustive() {
         let type = Routing.ConversationType.group
         var checked = 0
+        for level in [nil] + Routing.ConversationLevel.allCases.map(\.rawValue) {
+        for tracked in [false, true] {
         for reply in [false, true] {
             for category in (reply ? Self.repliesValues : Self.messagesValues) {
                 for quoted in Self.quotedValues {
@@ -91,13 +99,13 @@ struct RoutingTests {
                                         let input = Self.input(reply: reply, type: type, messages: reply ? "SUBSCRIBE_TO_ALL" : category,
                                                                replies: reply ? category : "SUBSCRIBE_TO_ALL", quoted: quoted,
                                                                subscription: subscription, mention: mention, quotes: quotes,
-                                                               quiet: quiet, bypass: bypass)
+                                                               quiet: quiet, bypass: bypass, level: level, tracked: tracked)
                                         let want = Self.expected(reply: reply, messages: input.preferences.messages.rawValue,
                                                                  replies: input.preferences.replies.rawValue, quoted: quoted,
                                                                  subscription: subscription, mention: mention, quotes: quotes,
-                                                                 quiet: quiet, bypass: bypass)
+                                                                 quiet: quiet, bypass: bypass, level: level, tracked: tracked)
                                         let got = Routing.decide(input)
-                                        #expect(got.code == want, "reply \(reply) \(category) quoted \(quoted) \(subscription) \(mention) quotes \(quotes) \(quiet) \(bypass)")
+                                        #expect(got.code == want, "reply \(reply) \(category) quoted \(quoted) \(subscription) \(mention) quotes \(quotes) \(quiet) \(bypass) level \(level ?? "-") tracked \(tracked)")
                                         #expect(got.notified == (want.first!.isLowercase))
                                         // the steps end with the outcome: the notification and its reason, or the skip
                                         if got.notified {
@@ -114,8 +122,10 @@ struct RoutingTests {
                 }
             }
         }
+        }
+        }
         #expect(checked == (Self.messagesValues.count + Self.repliesValues.count) * Self.quotedValues.count * 3
-                    * Mention.allCases.count * 2 * Quiet.allCases.count * Bypass.allCases.count)
+                    * Mention.allCases.count * 2 * Quiet.allCases.count * Bypass.allCases.count * 4 * 2)
     }
 
     @Test("hand-checked cases", arguments: [

@@ -172,10 +172,12 @@ BEGIN
         SELECT moved_users || coalesce(array_agg(uid), '{}') INTO moved_users FROM moved;
         FOR r IN DELETE FROM subscriptions s WHERE s.app = p_app AND s.thread_id = p_from[i] RETURNING s.* LOOP
             INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at,
-                                            manual_at, updated_at, conversation_id, read_at, read_id, mark_at, mark_id)
+                                            manual_at, updated_at, conversation_id, read_at, read_id, mark_at, mark_id, tracked)
             VALUES (p_app, r.uid, p_to[i], r.subscribed, r.source, r.reason, r.since, r.unsubscribed_at,
-                    r.manual_at, herald_now_ms(), r.conversation_id, r.read_at, r.read_id, r.mark_at, r.mark_id)
+                    r.manual_at, herald_now_ms(), r.conversation_id, r.read_at, r.read_id, r.mark_at, r.mark_id, r.tracked)
             ON CONFLICT (app, uid, thread_id) DO UPDATE SET
+                -- track-only (SPEC §18) only when both rows were: the louder level wins
+                tracked = s.tracked AND EXCLUDED.tracked,
                 unsubscribed_at = greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
                 -- the first explicit subscribe after the latest unsubscribe (a subscribe keeps its
                 -- first time, as PUT does)

@@ -6,6 +6,7 @@
 --   subscription, read   the subscriptions triggers below (every writer of that table: ingest's
 --                        functions, the explicit calls, reads, rehoming, the vanishing of a row)
 --   preferences, mutes   the user_preferences and user_mutes triggers
+--   conversationLevel    the conversation_levels trigger (SPEC §18)
 --   device               the devices trigger (a registration, a removal, a token moving to another
 --                        user, invalid-device feedback)
 --   messagePin, save, conversationPin
@@ -20,8 +21,8 @@ BEGIN
         INSERT INTO changes_pending (app, uid, kind, subject) VALUES (OLD.app, OLD.uid, 'subscription', OLD.thread_id);
         RETURN NULL;
     END IF;
-    IF TG_OP = 'INSERT' OR (OLD.subscribed, OLD.source, OLD.reason, OLD.since)
-                           IS DISTINCT FROM (NEW.subscribed, NEW.source, NEW.reason, NEW.since) THEN
+    IF TG_OP = 'INSERT' OR (OLD.subscribed, OLD.source, OLD.reason, OLD.since, OLD.tracked)
+                           IS DISTINCT FROM (NEW.subscribed, NEW.source, NEW.reason, NEW.since, NEW.tracked) THEN
         INSERT INTO changes_pending (app, uid, kind, subject) VALUES (NEW.app, NEW.uid, 'subscription', NEW.thread_id);
     END IF;
     IF (TG_OP = 'INSERT' AND NEW.read_at IS NOT NULL)
@@ -111,7 +112,7 @@ BEGIN
         SELECT n.*, st.*
           FROM noted n
           CROSS JOIN LATERAL (
-              SELECT s.subscribed AS s_subscribed, s.since AS s_since, s.source AS s_source, s.reason AS s_reason,
+              SELECT s.subscribed AS s_subscribed, s.since AS s_since, s.source AS s_source, s.reason AS s_reason, s.tracked AS s_tracked,
                      s.read_id AS s_read_id, s.read_count AS s_read_count, s.unread_mentions AS s_unread_mentions,
                      (SELECT t.reply_count FROM threads t WHERE t.app = n.app AND t.parent_id = n.subject) AS s_reply_count
                 FROM (SELECT 1) one
@@ -120,7 +121,7 @@ BEGIN
           ) st
     )
     INSERT INTO changes (app, uid, seq, at, kind, subject, conversation_id, flag, time, source, reason, actor,
-                         read_up_to, unread_replies, unread_mentions)
+                         read_up_to, unread_replies, unread_mentions, level)
     SELECT x.app, x.uid, nextval('change_seq'), now_ms, x.kind, x.subject,
            CASE WHEN x.kind = 'messagePin' THEN (SELECT coalesce(mp.conversation_id, msg.conversation_id)
                                                   FROM (SELECT 1) one
@@ -147,7 +148,12 @@ BEGIN
            END,
            CASE WHEN x.kind = 'read' THEN nullif(x.s_read_id, '') END,
            CASE WHEN x.kind = 'read' THEN CASE WHEN x.s_subscribed THEN greatest(0, x.s_reply_count - x.s_read_count) ELSE 0 END END,
-           CASE WHEN x.kind = 'read' THEN coalesce(x.s_unread_mentions, 0) END
+           CASE WHEN x.kind = 'read' THEN coalesce(x.s_unread_mentions, 0) END,
+           CASE x.kind
+               WHEN 'subscription' THEN CASE WHEN x.s_subscribed AND x.s_tracked THEN 'track' ELSE 'notify' END
+               WHEN 'conversationLevel' THEN (SELECT cl.level FROM conversation_levels cl
+                                               WHERE cl.app = x.app AND cl.uid = x.uid AND cl.conversation_id = x.subject)
+           END
       FROM (SELECT * FROM stated ORDER BY ord) x;
     PERFORM pg_notify('herald_changes', array_to_string(users[i:i + 29], chr(30)))
        FROM generate_series(1, cardinality(users), 30) AS i;

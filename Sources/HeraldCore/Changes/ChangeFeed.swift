@@ -55,7 +55,10 @@ struct ChangeFeed: Sendable {
         let rows = try connection.query("""
             SELECT c.seq, c.at, (CASE c.kind
                 WHEN 'subscription' THEN jsonb_build_object('type', c.kind, 'parentMessageId', c.subject, 'subscribed', c.flag,
-                                                           'source', c.source, 'reason', c.reason, 'since', c.time, 'at', c.at)
+                                                           'source', c.source, 'reason', c.reason, 'since', c.time,
+                                                           'level', coalesce(c.level, 'notify'), 'at', c.at)
+                WHEN 'conversationLevel' THEN jsonb_build_object('type', c.kind, 'conversationId', c.subject, 'level', c.level,
+                                                                'at', c.at)
                 WHEN 'read' THEN jsonb_build_object('type', c.kind, 'parentMessageId', c.subject, 'readUpTo', c.read_up_to,
                                                    'unreadReplyCount', c.unread_replies, 'unreadMentionCount', c.unread_mentions,
                                                    'at', c.at)

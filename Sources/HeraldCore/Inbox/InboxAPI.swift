@@ -22,6 +22,7 @@ enum InboxAPI {
             'unreadReplyCount', CASE WHEN s.subscribed THEN greatest(0, t.reply_count - s.read_count) ELSE 0 END,
             'unreadMentionCount', coalesce(s.unread_mentions, 0),
             'subscribed', coalesce(s.subscribed, false),
+            'level', CASE WHEN s.subscribed AND s.tracked THEN 'track' ELSE 'notify' END,
             'subscription', CASE WHEN s.subscribed THEN jsonb_build_object('source', s.source, 'reason', s.reason, 'since', s.since) END,
             'updatedAt', greatest(s.updated_at, t.updated_at))::text
         """

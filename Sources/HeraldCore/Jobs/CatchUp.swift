@@ -18,7 +18,8 @@ extension Fanout {
             ), c AS MATERIALIZED (
                 SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
                        m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
-                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
+                       \(Fanout.levelOf(uid: "k.uid", conversation: "m.conversation_id")) AS level,
                        EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
                            AS mentioned,
                        (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid) AS preferences,
@@ -31,7 +32,7 @@ extension Fanout {
                   -- each key's subscription by its whole key (OFFSET 0: a probe per key, never the
                   -- thread's subscriptions filtered per key, which stale statistics once chose:
                   -- 50 million rows filtered for one late reply of 10,000 users)
-                  CROSS JOIN LATERAL (SELECT s.subscribed, s.since, s.manual_at, s.unsubscribed_at FROM subscriptions s
+                  CROSS JOIN LATERAL (SELECT s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked FROM subscriptions s
                                        WHERE s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
                                       OFFSET 0) s
                   -- the thread's replies sent at or after the trigger, through messages_replies_by_time
@@ -84,9 +85,11 @@ extension Fanout {
             let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             let mentioned = try row.decode("mentioned", as: Bool.self)
             let muted = try row.decode("muted_until", as: Int64?.self)
+            let level = try Fanout.level(row), tracked = try row.decode("tracked", as: Bool.self)
             func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {
                 Routing.decide(Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
-                                          preferences: preferences, settings: settings, mutedUntil: muted, now: now))
+                                          preferences: preferences, settings: settings, mutedUntil: muted, now: now,
+                                          level: level, tracked: tracked))
             }
             // What the message's routing saw before this trigger was known, against what it sees now.
             guard case .notified(let reason) = decide(.subscribed).outcome else { continue }

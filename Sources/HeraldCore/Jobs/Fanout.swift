@@ -40,7 +40,8 @@ struct Fanout {
         guard !withMentions.isEmpty else { return 0 }
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
-                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
+                   \(Self.levelOf(uid: "mn.uid", conversation: "m.conversation_id")) AS level,
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid) AS preferences,
                    (SELECT mu.until FROM user_mutes mu
                      WHERE mu.app = $1 AND mu.uid = mn.uid
@@ -72,7 +73,8 @@ struct Fanout {
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"), manualAt: try row.decode("manual_at"),
                                                          unsubscribedAt: try row.decode("unsubscribed_at"), asOf: edit.editedAt)
             var input = Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
-                                   preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now)
+                                   preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now,
+                                   level: try Self.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
             input.isEdit = true
             let decision = Routing.decide(input)
             guard case .notified(let reason) = decision.outcome else { continue }
@@ -125,8 +127,16 @@ struct Fanout {
                                                         AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL)
                                       OFFSET 0) m
             ),
+            -- the levels of the messages' conversations (SPEC §18), read once for the whole set of
+            -- recipients (one range scan of conversation_levels_by_conversation), not per recipient
+            levels AS MATERIALIZED (
+                SELECT l.conversation_id, l.uid, l.level FROM conversation_levels l
+                 WHERE l.app = $1 AND l.conversation_id IN (SELECT m.conversation_id FROM m)
+                   AND ($3::text IS NULL OR l.uid COLLATE "C" > $3::text COLLATE "C")
+            ),
             candidates AS (
-                SELECT m.id AS message_id, g.uid, m.group_id, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.sent_at
+                SELECT m.id AS message_id, g.uid, m.group_id, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.sent_at,
+                       m.conversation_id
                   FROM m CROSS JOIN LATERAL (
                         SELECT g.uid FROM group_members g
                          WHERE g.app = $1 AND g.group_id = m.group_id AND g.joined_at > coalesce(g.removed_at, -1)
@@ -135,11 +145,11 @@ struct Fanout {
                  WHERE m.group_id IS NOT NULL
                 UNION ALL
                 SELECT m.id, CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END, NULL, m.sender,
-                       coalesce(m.parent_id, m.id), m.sent_at
+                       coalesce(m.parent_id, m.id), m.sent_at, m.conversation_id
                   FROM m WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
             SELECT c.message_id, c.uid,
-                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, l.level,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
                                                        AND mn.at = c.sent_at AND mn.uid = c.uid) AS mentioned,
                    up.preferences::text AS preferences,
@@ -150,6 +160,7 @@ struct Fanout {
               FROM candidates c
               LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
               LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
+              LEFT JOIN levels l ON l.conversation_id = c.conversation_id AND l.uid = c.uid
             """, [app, created.map(\.message.id), after, limit])
         guard !rows.isEmpty else { return (nil, 0) }
         var last: String?
@@ -171,7 +182,7 @@ struct Fanout {
             let input = Self.input(item.message, recipient: uid, subscription: subscription,
                                    mentionedExplicitly: try row.decode("mentioned", as: Bool.self), preferences: preferences,
                                    settings: settings, mutedUntil: try row.decode("muted_until", as: Int64?.self), now: cache.now,
-                                   resolved: shared)
+                                   resolved: shared, level: try Self.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
             let decision = Routing.decide(input)
             guard case .notified(let reason) = decision.outcome else { continue }
             jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: preferences)))
@@ -220,11 +231,23 @@ struct Fanout {
         return try rows.reduce(0) { $0 + (try $1.decode("stop", as: Int.self)) }
     }
 
+    /// A row's `level` column: the recipient's level for the conversation (SPEC §18), if any.
+    static func level(_ row: PostgresRow) throws -> Routing.ConversationLevel? {
+        try row.decode("level", as: String?.self).flatMap(Routing.ConversationLevel.init(rawValue:))
+    }
+
+    /// The SQL of one recipient's level for a conversation (`uid` and `conversation` are SQL
+    /// expressions), for the paths that route one recipient at a time.
+    static func levelOf(uid: String, conversation: String) -> String {
+        "(SELECT cl.level FROM conversation_levels cl WHERE cl.app = $1 AND cl.uid = \(uid) AND cl.conversation_id = \(conversation))"
+    }
+
     /// The decision's input for one recipient of a message.
     static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscription: Routing.SubscriptionState,
                       mentionedExplicitly: Bool,
                       preferences: EffectivePreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64,
-                      resolved: (Routing.Preferences, LocalTime)? = nil) -> Routing.Input {
+                      resolved: (Routing.Preferences, LocalTime)? = nil,
+                      level: Routing.ConversationLevel? = nil, tracked: Bool = false) -> Routing.Input {
         var input = Routing.Input(isReply: message.parentID != nil,
                                   conversation: message.conversation.groupID == nil ? .oneOnOne : .group)
         input.silentCustom = message.category == "custom" && message.sendNotification != true
@@ -235,6 +258,8 @@ struct Fanout {
         input.quotesRecipient = message.quotedSender == uid
         let (effective, localTime) = resolved ?? resolve(preferences, type: input.conversation, now: now)
         input.preferences = effective
+        input.level = level
+        input.tracked = tracked
         input.mutedUntil = mutedUntil
         input.bypassForMentions = settings.bypassPreferencesForMentions
         input.bypassForAll = settings.bypassPreferencesForAll

@@ -42,7 +42,8 @@ enum RoutingAPI {
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                          WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_id IS NULL
                          ORDER BY j.id LIMIT 1) AS job,
-                       s.since, s.manual_at, s.unsubscribed_at, m.event_source, m.event_id,
+                       s.since, s.manual_at, s.unsubscribed_at, s.tracked, m.event_source, m.event_id,
+                       \(Fanout.levelOf(uid: "$2", conversation: "m.conversation_id")) AS level,
                        -- when Herald applied the message's event (kept as long as dedupe keeps it)
                        (SELECT e.received_at FROM events e
                          WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id) AS applied_at
@@ -75,7 +76,8 @@ enum RoutingAPI {
                                                          asOf: message.sentAt)
             var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("mentioned"),
                                      preferences: preferences, settings: settings,
-                                     mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds())
+                                     mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds(),
+                                     level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
             input.hasAccess = try row.decode("has_access", as: Bool.self)
             if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
                 input.stale = settings.isStale(eventTime: message.sentAt, now: appliedAt)
@@ -125,7 +127,8 @@ extension RoutingAPI {
                      AND NOT coalesce((SELECT $2 = ANY (p.mentions) FROM message_versions p
                                         WHERE p.app = $1 AND p.message_id = m.id AND p.at < v.at AND p.mentions IS NOT NULL
                                         ORDER BY p.at DESC LIMIT 1), false) AS newly_mentioned,
-                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
+                   \(Fanout.levelOf(uid: "$2", conversation: "m.conversation_id")) AS level,
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
                    (SELECT mu.until FROM user_mutes mu
                      WHERE mu.app = $1 AND mu.uid = $2
@@ -160,7 +163,8 @@ extension RoutingAPI {
                                                      asOf: editedAt)
         var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("newly_mentioned"),
                                  preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"),
-                                 now: currentTimeMilliseconds())
+                                 now: currentTimeMilliseconds(),
+                                 level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
         input.isEdit = true
         input.hasAccess = try row.decode("has_access", as: Bool.self)
         if let appliedAt = try row.decode("applied_at", as: Int64?.self) {

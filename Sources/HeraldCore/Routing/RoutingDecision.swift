@@ -51,6 +51,24 @@ public enum Routing {
         }
     }
 
+    /// A user's level for one conversation (SPEC §18): it replaces their `messages`, `replies`
+    /// and `quotedReplies` preferences there.
+    public enum ConversationLevel: String, Sendable, CaseIterable {
+        case all, mentions, nothing
+
+        /// The preferences a message of the conversation is routed with.
+        func applied(to preferences: Preferences) -> Preferences {
+            var preferences = preferences
+            switch self {
+            case .all: (preferences.messages, preferences.replies, preferences.quotedReplies) = (.subscribeToAll, .subscribeToAll, .subscribeToAll)
+            case .mentions:
+                (preferences.messages, preferences.replies, preferences.quotedReplies) = (.subscribeToMentions, .subscribeToMentions, .subscribeToMentions)
+            case .nothing: (preferences.messages, preferences.replies, preferences.quotedReplies) = (.dontSubscribe, .dontSubscribe, .dontSubscribe)
+            }
+            return preferences
+        }
+    }
+
     public enum Skip: String, Sendable {
         case sender = "SENDER", noAccess = "NO_ACCESS", customMessage = "CUSTOM_MESSAGE"
         case messagesPreference = "MESSAGES_PREFERENCE", repliesPreference = "REPLIES_PREFERENCE", unsubscribed = "UNSUBSCRIBED"
@@ -60,6 +78,10 @@ public enum Routing {
         case reactionsPreference = "REACTIONS_PREFERENCE", groupActionsPreference = "GROUP_ACTIONS_PREFERENCE"
         /// A `message.edited` event: the recipient is not among the users it newly mentions.
         case notNewlyMentioned = "NOT_NEWLY_MENTIONED"
+        /// The recipient's level for the conversation does not notify (SPEC §18).
+        case conversationLevel = "CONVERSATION_LEVEL"
+        /// A reply in a thread the recipient tracks without pushes, and it does not mention them (SPEC §18).
+        case trackOnly = "TRACK_ONLY"
     }
 
     /// The recipient's effective preferences for the message's conversation type.
@@ -104,6 +126,10 @@ public enum Routing {
         /// The message quotes one written by the recipient.
         public var quotesRecipient = false
         public var preferences = Preferences()
+        /// The recipient's level for the message's conversation (SPEC §18), nil when none is set.
+        public var level: ConversationLevel?
+        /// The recipient's subscription to the thread is `track` (SPEC §18).
+        public var tracked = false
         public var mutedUntil: Int64?
         public var bypassForMentions = false
         public var bypassForAll = false
@@ -161,7 +187,13 @@ public enum Routing {
         }
 
         let mentioned = input.mentionedExplicitly || input.mentionedAll
-        let preferences = input.preferences
+        var preferences = input.preferences
+        if let level = input.level {
+            // SPEC §18: the conversation's level replaces the three category preferences, whatever
+            // the app's userCanOverride says
+            preferences = level.applied(to: preferences)
+            steps.append("conversation level is \(level.rawValue)")
+        }
         var reasons: [Reason] = []
         if input.mentionedExplicitly { reasons.append(.mention) }
         if input.mentionedAll { reasons.append(.mentionAll) }
@@ -218,7 +250,14 @@ public enum Routing {
                 categoryNotifies = true
             }
         }
-        guard categoryNotifies else { return skip(categorySkip, "the category preference does not notify") }
+        guard categoryNotifies else {
+            if input.level != nil { return skip(.conversationLevel, "the conversation's level does not notify") }
+            return skip(categorySkip, "the category preference does not notify")
+        }
+        if input.isReply && input.tracked && input.subscription != .unsubscribed {
+            guard mentioned else { return skip(.trackOnly, "the recipient tracks the thread without pushes and is not mentioned") }
+            steps.append("the recipient tracks the thread; mentioned: true")
+        }
 
         // Step 3: quiet rules, each unless a bypass applies.
         let bypass = (input.bypassForMentions && input.mentionedExplicitly) || (input.bypassForAll && input.mentionedAll)

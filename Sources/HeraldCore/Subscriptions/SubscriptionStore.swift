@@ -15,10 +15,13 @@ struct SubscriptionStore: Sendable {
         let source: String?
         let reason: String?
         let since: Int64?
+        /// `track` (SPEC §18: in the inbox, pushed only for mentions) or `notify`.
+        var tracked = false
 
         /// Keys sorted; `source` and `reason` only while subscribed; `since` null when there is no row.
         func write(to writer: inout JSONWriter) {
             writer.object { state in
+                state.field("level", subscribed && tracked ? "track" : "notify")
                 state.field("parentMessageId", parentMessageId)
                 if subscribed { state.field("reason", reason) }
                 state.key("since")
@@ -29,7 +32,10 @@ struct SubscriptionStore: Sendable {
         }
     }
 
-    enum Change { case subscribe, unsubscribe }
+    /// A subscribe with the level it asks for (nil: keep the row's, `notify` for a new or an
+    /// unsubscribed row), or an unsubscribe (which also ends a `track` level: a re-subscription
+    /// starts at `notify`).
+    enum Change { case subscribe(tracked: Bool?), unsubscribe }
 
     /// The thread a message id belongs to, with the locks that change it; 404 when unknown or deleted.
     func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, locks: LockSet) {
@@ -68,13 +74,13 @@ struct SubscriptionStore: Sendable {
 
     func state(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> State {
         let rows = try connection.query("""
-            SELECT subscribed, source, reason, since FROM subscriptions WHERE app = $1 AND uid = $2 AND thread_id = $3
+            SELECT subscribed, source, reason, since, tracked FROM subscriptions WHERE app = $1 AND uid = $2 AND thread_id = $3
             """, [app, uid, thread])
         guard let row = rows.first else {
             return State(parentMessageId: thread, subscribed: false, source: nil, reason: nil, since: nil)
         }
         return State(parentMessageId: thread, subscribed: try row.decode("subscribed"), source: try row.decode("source"),
-                     reason: try row.decode("reason"), since: try row.decode("since"))
+                     reason: try row.decode("reason"), since: try row.decode("since"), tracked: try row.decode("tracked"))
     }
 
     /// GET: the user's state for the message's thread.
@@ -90,16 +96,18 @@ struct SubscriptionStore: Sendable {
         try inThread(app: app, messageID: messageID, on: connection) { thread, connection in
             guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
             switch change {
-            case .subscribe:
+            case .subscribe(let tracked):
                 // Subscribing explicitly marks the thread read (SPEC §5.1.6): the mark moves to the
-                // latest reply, never back.
+                // latest reply, never back. The level (SPEC §18): the one asked for, else the row's
+                // while it is subscribed, else notify.
                 try connection.query("""
                     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, manual_at,
-                                                    mark_at, mark_id, updated_at)
+                                                    mark_at, mark_id, updated_at, tracked)
                     SELECT $1, $2, $3, true, 'manual', 'manual', herald_now_ms(), herald_now_ms(),
-                           t.last_reply_at, t.last_reply_id, herald_now_ms()
+                           t.last_reply_at, t.last_reply_id, herald_now_ms(), coalesce($4::boolean, false)
                       FROM threads t WHERE t.app = $1 AND t.parent_id = $3
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET
+                        tracked = coalesce($4::boolean, s.subscribed AND s.tracked),
                         manual_at = coalesce(s.manual_at, EXCLUDED.manual_at),
                         mark_at = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
                                          OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)
@@ -107,7 +115,7 @@ struct SubscriptionStore: Sendable {
                         mark_id = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
                                          OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)
                                        THEN s.mark_id ELSE EXCLUDED.mark_id END
-                    """, [app, uid, thread])
+                    """, [app, uid, thread, tracked])
             case .unsubscribe:
                 // The unsubscribe takes effect now, and also over any trigger already received that is
                 // dated later (a bus clock running ahead): what the user asked for holds.
@@ -119,7 +127,8 @@ struct SubscriptionStore: Sendable {
                                               WHERE r.app = $1 AND r.parent_id = $3 AND r.sender = $2 AND r.created_seen),
                                             (SELECT max(mn.at) FROM mentions mn
                                               WHERE mn.app = $1 AND mn.thread_id = $3 AND mn.uid = $2)) AS at) u
-                    ON CONFLICT (app, uid, thread_id) DO UPDATE SET unsubscribed_at = EXCLUDED.unsubscribed_at, manual_at = NULL
+                    ON CONFLICT (app, uid, thread_id) DO UPDATE SET unsubscribed_at = EXCLUDED.unsubscribed_at, manual_at = NULL,
+                                                                     tracked = false
                     -- idempotent (SPEC §5.2): a thread already unsubscribed from stays as it was
                     WHERE s.subscribed OR s.manual_at IS NOT NULL OR s.unsubscribed_at IS NULL
                     """, [app, uid, thread])

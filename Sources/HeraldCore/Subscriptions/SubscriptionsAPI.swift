@@ -6,7 +6,7 @@ import JSON
 enum SubscriptionsAPI {
     static func register(in router: inout Router<Route>) {
         let path = "/v1/users/{uid}/threads/{messageId}/subscription"
-        router.add("PUT", path, Route(access: .server, accepts: Route.json) { try change(.subscribe, $0) })
+        router.add("PUT", path, Route(access: .server, accepts: Route.json) { try change(.subscribe(tracked: try level($0)), $0) })
         router.add("DELETE", path, Route(access: .server, accepts: Route.json) { try change(.unsubscribe, $0) })
         router.add("GET", path, Route(access: .server) { context in
             let (uid, messageID) = try identifiers(context)
@@ -22,6 +22,20 @@ enum SubscriptionsAPI {
     static func identifiers(_ context: RequestContext) throws(HTTPError) -> (String, String) {
         (try Identifier.validate(context.parameter("uid"), field: "uid"),
          try Identifier.validate(context.parameter("messageId"), field: "messageId"))
+    }
+
+    /// A PUT's optional `{"level": "notify" | "track"}` (SPEC §18): true for track, false for
+    /// notify, nil without a body or a level (the row keeps its level).
+    static func level(_ context: RequestContext) throws -> Bool? {
+        guard let value = try context.request.jsonObject()["level"] else { return nil }
+        if case .null = value { return nil }
+        switch value.stringValue {
+        case "notify": return false
+        case "track": return true
+        default:
+            throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "level must be \"notify\" or \"track\"",
+                            params: ["field": "level"])
+        }
     }
 
     static func change(_ change: SubscriptionStore.Change, _ context: RequestContext) throws -> Response {
