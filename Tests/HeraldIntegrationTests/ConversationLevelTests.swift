@@ -147,4 +147,32 @@ struct ConversationLevelTests {
         let jobs = try app.claimAll(client: client)
         #expect(jobs.isEmpty, "\(jobs.map { "\($0["recipient"] ?? "")/\($0["reason"] ?? "")" })")
     }
+
+    @Test("a large group's background fan-out applies levels and tracks the same way")
+    func largeGroup() throws {
+        let app = try environment.makeApp(prefix: "levellarge")
+        try app.patch("/v1/settings/notifications", #"{"largeGroupThreshold": 2}"#, client: client)
+        #expect(try app.setMembers("g1", ["a", "b", "c", "d", "e"], client: client).status == 200)
+        #expect(try put(app, "b", "group_g1", #"{"level": "nothing"}"#).status == 200)
+        #expect(try put(app, "c", "group_g1", #"{"level": "mentions"}"#).status == 200)
+        let now = nowMilliseconds()
+        try app.ingest([Events.message("g0", id: "root", sender: "a", at: now, text: "root", mentions: ["b"])], client: client)
+        var jobs: [[String: Any]] = []
+        for _ in 0..<100 where jobs.count < 2 {
+            jobs += try app.claimAll(client: client)
+            if jobs.count < 2 { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(Set(jobs.compactMap { $0["recipient"] as? String }) == ["d", "e"], "b: nothing silences a mention; c: mentions")
+        #expect(try client.send("PUT", "/v1/users/d/threads/root/subscription", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                body: Array(#"{"level": "track"}"#.utf8)).status == 200)
+        try app.ingest([Events.message("g1r", id: "reply", sender: "a", parent: "root", at: nowMilliseconds(), text: "more")], client: client)
+        var replies: [[String: Any]] = []
+        for _ in 0..<100 where replies.isEmpty {
+            replies += try app.claimAll(client: client)
+            if replies.isEmpty { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        replies += try app.claimAll(client: client)
+        #expect(Set(replies.compactMap { $0["recipient"] as? String }) == ["e"], "d tracks the thread; b and c are quiet")
+    }
 }
