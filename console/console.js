@@ -374,6 +374,7 @@ const users = {
       $("#explain-result").hidden = true;
       this.cursors = [];
       await this.page(null);
+      await this.levels(null);
     } catch (error) { showError($("#view-users"), error); }
   },
   async page(cursor) {
@@ -391,8 +392,43 @@ const users = {
       el("td", { text: String(row.unreadReplyCount) }),
       el("td", { text: String(row.unreadMentionCount) }),
       el("td", { text: row.subscribed ? `subscribed (${row.subscription.reason}, ${row.subscription.source})` : "unsubscribed" }),
+      el("td", { "data-level": row.level, text: row.level }),
       el("td", { text: when(row.updatedAt) })))
-      : [el("tr", {}, el("td", { colspan: "7", class: "hint", text: "no threads" }))]));
+      : [el("tr", {}, el("td", { colspan: "8", class: "hint", text: "no threads" }))]));
+  },
+  // Conversation levels (SPEC §18): newest change first, paged with the API's cursors like the inbox.
+  async levels(cursor) {
+    const query = new URLSearchParams({ limit: "20" });
+    if (cursor) query.set("cursor", cursor);
+    const list = await api("GET", `/v1/users/${enc(this.uid)}/conversation-levels?${query}`);
+    this.levelsNext = list.meta.next;
+    $("[data-action='levels-next']").disabled = !list.meta.hasMore;
+    $("[data-action='levels-first']").disabled = !cursor;
+    $("#user-levels tbody").replaceChildren(...(list.data.length ? list.data.map((item) => el("tr", { "data-conversation": item.conversationId },
+      el("td", {}, el("code", { text: item.conversationId })),
+      el("td", { "data-level": item.level, text: item.level }),
+      el("td", { text: when(item.updatedAt) }),
+      el("td", {}, el("button", { type: "button", class: "quiet", "data-action": "remove-level", "data-conversation-id": item.conversationId, text: "Remove" }))))
+      : [el("tr", {}, el("td", { colspan: "4", class: "hint", text: "no conversation levels" }))]));
+  },
+  async setLevel(event) {
+    event.preventDefault();
+    const form = $("#level-form");
+    clearErrors(form);
+    try {
+      const conversationId = form.conversationId.value.trim();
+      await api("PUT", `/v1/users/${enc(this.uid)}/conversations/${enc(conversationId)}/level`, { level: form.level.value });
+      form.conversationId.value = "";
+      await this.levels(null);
+    } catch (error) { showError(form, error); }
+  },
+  async removeLevel(conversationId) {
+    const form = $("#level-form");
+    clearErrors(form);
+    try {
+      await api("DELETE", `/v1/users/${enc(this.uid)}/conversations/${enc(conversationId)}/level`);
+      await this.levels(null);
+    } catch (error) { showError(form, error); }
   },
   async explain(event) {
     event.preventDefault();
@@ -580,6 +616,7 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#sign-in-form").addEventListener("submit", signIn);
   $("#lookup-form").addEventListener("submit", (event) => users.lookup(event));
   $("#explain-form").addEventListener("submit", (event) => users.explain(event));
+  $("#level-form").addEventListener("submit", (event) => users.setLevel(event));
   $("#create-app-form").addEventListener("submit", (event) => apps.create(event));
   $("#create-key-form").addEventListener("submit", (event) => apps.createKey(event));
   document.addEventListener("click", (event) => {
@@ -592,6 +629,9 @@ document.addEventListener("DOMContentLoaded", () => {
       case "restore-defaults": settings.restore(); break;
       case "inbox-next": users.cursors.push(users.next); users.page(users.next).catch((error) => notice(error.message)); break;
       case "inbox-first": users.cursors = []; users.page(null).catch((error) => notice(error.message)); break;
+      case "levels-next": users.levels(users.levelsNext).catch((error) => notice(error.message)); break;
+      case "levels-first": users.levels(null).catch((error) => notice(error.message)); break;
+      case "remove-level": users.removeLevel(target.dataset.conversationId); break;
       case "requeue": queue.requeue(target.dataset.jobId); break;
       case "select-app": apps.keys(target.dataset.appId).catch((error) => notice(error.message)); break;
       case "use-app": apps.use(target.dataset.appId); break;

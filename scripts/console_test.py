@@ -3,7 +3,9 @@ live server (scripts/contract-test.sh runs it after schemathesis).
 
 Through the page only: sign in with a server key, change a default and see it through the API,
 see an API validation error at its field, restore defaults after the confirmation; look up a user
-and see an inbox row, which preferences are the user's, and an explain result; watch the queue,
+and see an inbox row with its level, which preferences are the user's, and an explain result; set,
+change, page through and remove the user's conversation levels, and see a refused one's error at
+the form; watch the queue,
 requeue a dead job and see a rejected event; sign in with the admin token, create an app and a
 key (the secret shown once) and revoke it; the same page in a narrow window. Throughout: no
 request leaves the server's origin, no script error, no Content-Security-Policy violation.
@@ -42,8 +44,8 @@ def check(condition, message):
 
 
 def setup():
-    """An app with a server, ingest and worker key, a thread with a mention, a dead job and a
-    rejected event, all through the API."""
+    """An app with a server, ingest and worker key, a thread with a mention, a dead job, a
+    rejected event, a track-only thread of carol's and a group she is not in, all through the API."""
     app = "console-" + os.urandom(4).hex()
     check(call("POST", "/v1/apps", ADMIN, {"id": app})[0] == 201, "creating the app")
     keys = {}
@@ -83,6 +85,12 @@ def setup():
     status, _ = call("POST", "/v1/jobs/fail", keys["worker"],
                      {"jobs": [{"id": job["id"], "attempt": job["attempt"], "error": "APNs said BadDeviceToken", "retryable": False}]})
     check(status == 200 and call("GET", "/v1/jobs/stats", keys["worker"])[1]["dead"] == 1, "making a dead job")
+    # SPEC §18: carol keeps t10 without pushes; g2 is a group of alice's that carol is not in.
+    status, body = call("PUT", "/v1/users/carol/threads/t10/subscription", keys["server"], {"level": "track"})
+    check(status == 200 and body["level"] == "track", "carol tracks t10: %s" % body)
+    joined = event("j-alice-g2", "member.joined", {"guid": "g2", "uid": "alice", "at": now - 60_000})
+    status, body = call("POST", "/v1/events", keys["ingest"], [joined], content_type="application/cloudevents-batch+json")
+    check(status == 200 and body["accepted"] == 1, "alice joins g2: %s" % body)
     return app, keys, job["id"]
 
 
@@ -179,6 +187,63 @@ def main():
         page.click("[data-action=explain]")
         expect(page.locator("#explain-summary")).to_contain_text("Notified: mention")
         check(page.locator("#explain-steps li").count() >= 2, "the decision's steps are listed")
+
+        # The inbox's level column: carol tracks t10 (set in setup), the other threads notify.
+        headers = page.locator("#user-inbox thead th").all_inner_texts()
+        check("level" in headers, "the inbox has a level column: %s" % headers)
+        level_cell = lambda thread: page.locator("#user-inbox tbody tr[data-thread=%s] td" % thread).nth(headers.index("level"))
+        expect(level_cell("m1")).to_have_text("notify")
+        expect(level_cell("t10")).to_have_text("track")
+
+        # Conversation levels (SPEC §18): none yet; set one, change it, a refused one's error at the form, remove it.
+        levels = page.locator("#user-levels tbody tr")
+        expect(levels).to_have_count(1)
+        expect(levels).to_contain_text("no conversation levels")
+        level_form = page.locator("#level-form")
+        g1 = page.locator("#user-levels tbody tr[data-conversation=group_g1]")
+        page.fill("input[name=conversationId]", "group_g1")
+        page.select_option("select[name=level]", "mentions")
+        page.click("[data-action=set-level]")
+        expect(g1.locator("td").nth(1)).to_have_text("mentions")
+        expect(levels).to_have_count(1)
+        listed = call("GET", "/v1/users/carol/conversation-levels", server)[1]["data"]
+        check([(item["conversationId"], item["level"]) for item in listed] == [("group_g1", "mentions")], "the level through the API: %s" % listed)
+        shown = page.evaluate("(ms) => new Date(ms).toLocaleString()", listed[0]["updatedAt"])
+        expect(g1.locator("td").nth(2)).to_have_text(shown)
+        page.fill("input[name=conversationId]", "group_g1")
+        page.select_option("select[name=level]", "nothing")
+        page.click("[data-action=set-level]")
+        expect(g1.locator("td").nth(1)).to_have_text("nothing")
+        expect(levels).to_have_count(1)
+        check(call("GET", "/v1/users/carol/conversation-levels", server)[1]["data"][0]["level"] == "nothing", "the changed level through the API")
+        page.fill("input[name=conversationId]", "group_g2")
+        page.select_option("select[name=level]", "all")
+        page.click("[data-action=set-level]")
+        expect(level_form.locator("[data-error-for='']")).to_contain_text("ERR_MESSAGE_NO_ACCESS")
+        expect(page.locator("#notice")).to_be_hidden()
+        expect(levels).to_have_count(1)
+        check(len(call("GET", "/v1/users/carol/conversation-levels", server)[1]["data"]) == 1, "a refused level is not set")
+        page.screenshot(path=os.path.join(SHOTS, "users-level-error.png"), full_page=True)
+        g1.locator("[data-action=remove-level]").click()
+        expect(g1).to_have_count(0)
+        expect(levels).to_contain_text("no conversation levels")
+        expect(level_form.locator(".error")).to_have_text(["", "", ""])
+        check(call("GET", "/v1/users/carol/conversation-levels", server)[1]["data"] == [], "the removed level through the API")
+        check(call("DELETE", "/v1/users/carol/conversations/group_g1/level", server)[0] == 404, "the level was removed")
+        # Paged like the inbox: 21 levels (one-on-one conversations, set through the API) are 20, then the oldest.
+        for n in range(21):
+            check(call("PUT", "/v1/users/carol/conversations/carol_user_u%02d/level" % n, server, {"level": "all"})[0] == 200, "level %d" % n)
+        page.click("[data-action=lookup-user]")
+        expect(levels).to_have_count(20)
+        expect(page.locator("#user-levels tbody tr[data-conversation=carol_user_u20]")).to_be_visible()
+        expect(page.locator("[data-action=levels-first]")).to_be_disabled()
+        page.click("[data-action=levels-next]")
+        expect(levels).to_have_count(1)
+        expect(page.locator("#user-levels tbody tr[data-conversation=carol_user_u00]")).to_be_visible()
+        expect(page.locator("[data-action=levels-next]")).to_be_disabled()
+        page.click("[data-action=levels-first]")
+        expect(levels).to_have_count(20)
+        expect(page.locator("#user-levels tbody tr[data-conversation=carol_user_u20]")).to_be_visible()
         page.screenshot(path=os.path.join(SHOTS, "users.png"), full_page=True)
 
         # Queue: the dead job with its error, requeued; a rejected event; the chart drawn.

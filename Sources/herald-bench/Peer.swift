@@ -31,7 +31,23 @@ extension Bench {
                 guard reply.status == 200 else { throw BenchError("subscribe: \(reply.status) \(reply.text)") }
             }
         }
+        _ = try setLevels(connection, keys: keys, group: group, members: members)
         return Thread1(group: group, members: members, parent: parent)
+    }
+
+    /// SPEC §18: every tenth member (the first, the eleventh, …) sets the group's level to `all`,
+    /// so routing reads levels without changing who is notified (`all` is what the bench's
+    /// preferences already say, in S1 and S2). Returns how many were set: a Herald without
+    /// levels answers 404 and sets none, which is how a run before them is paired with one after.
+    @discardableResult
+    static func setLevels(_ connection: BenchConnection, keys: [String: String], group: String, members: [String]) throws -> Int {
+        var set = 0
+        for uid in stride(from: 0, to: members.count, by: 10).map({ members[$0] }) {
+            let reply = try connection.request("PUT", "/v1/users/\(uid)/conversations/group_\(group)/level", token: keys["server"],
+                                               json: #"{"level":"all"}"#)
+            if reply.status == 200 { set += 1 }
+        }
+        return set
     }
 
     static func groupMessage(event: String, id: String, sender: String, group: String, parent: String?, at: Int64, mention: String?) -> String {

@@ -84,6 +84,9 @@ extension Bench {
             let reply = try connection.request("PUT", "/v1/groups/g\(group)/members", token: keys["server"],
                                                json: "{\"members\":[\(members)]}")
             log.record(started, ok: reply.status == 200, error: reply.text)
+            // every tenth member holds a level (SPEC §18); `all` here notifies them of every reply
+            // in the group, where the app's default is subscribed threads only
+            try Bench.setLevels(connection, keys: keys, group: "g\(group)", members: (0..<chat.members).map { "u\(group)-\($0)" })
             return true
         }
         guard memberSetup.errors == 0 else { throw BenchError("member setup failed") }
