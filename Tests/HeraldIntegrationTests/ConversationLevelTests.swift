@@ -38,6 +38,9 @@ struct ConversationLevelTests {
         let bad = try put(app, "alice", "group_g1", #"{"level": "loud"}"#)
         #expect(bad.status == 400 && code(bad) == "ERR_INVALID_PREFERENCE", "\(bad.text)")
         #expect(try put(app, "alice", "group_g1", #"{}"#).status == 400)
+        let malformed = try put(app, "alice", "g1", #"{"level": "all"}"#)
+        #expect(malformed.status == 400 && (malformed.json["error"] as? [String: Any]).flatMap { ($0["params"] as? [String: Any])?["field"] as? String } == "conversationId",
+                "not SPEC §1's form: \(malformed.text)")
         for (uid, conversation) in [("carol", "group_g1"), ("carol", "alice_user_zed"), ("alice", "group_nowhere"), ("alice", "bob_user_zed")] {
             let refused = try put(app, uid, conversation, #"{"level": "all"}"#)
             #expect(refused.status == 403 && code(refused) == "ERR_MESSAGE_NO_ACCESS", "\(uid) \(conversation): \(refused.text)")

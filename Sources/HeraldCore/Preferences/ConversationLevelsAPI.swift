@@ -25,6 +25,9 @@ enum ConversationLevelsAPI {
     static func target(_ context: RequestContext, on connection: PostgresConnection) throws -> (uid: String, conversation: String) {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
+        guard conversation.hasPrefix("group_") || conversation.contains("_user_") else {
+            throw HTTPError.badRequest("conversationId must be group_<guid> or <uidA>_user_<uidB> (SPEC §1)", field: "conversationId")
+        }
         guard try isMember(app: context.app, uid: uid, conversation: conversation, on: connection) else {
             throw SubscriptionStore.noAccess
         }
