@@ -21,20 +21,11 @@ public final class ChangeWaiter: Sendable {
         let empty: @Sendable () -> Response
     }
 
-    /// A feed stays registered from `wait` until it is answered, so a notification that comes
-    /// while a pass reads it (or reads others) marks it due for the next pass: never lost.
-    private struct State {
-        var waiting: [UInt64: Waiting] = [:]
-        var byKey: [String: Set<UInt64>] = [:]
-        /// Keys ("app<US>uid") whose feeds changed since the last pass took them.
-        var due: Set<String> = []
-        var allDue = false
-        var nextID: UInt64 = 0
-    }
-
     let database: PostgresPool
     public let gate: LongPollGate
-    private let state = Mutex(State())
+    /// A feed stays registered from `wait` until it is answered, so a notification that comes
+    /// while a pass reads it (or reads others) marks it due for the next pass: never lost.
+    private let state = Mutex(WaitingSet<Waiting>())
     private let loop = BackgroundLoop(label: "herald.changes.wait")
     private let closed = Atomic<Bool>(false)
     /// Whether the listener is connected (set by `NotificationListener`); without it the
@@ -49,7 +40,7 @@ public final class ChangeWaiter: Sendable {
     static func key(app: String, uid: String) -> String { app + "\u{1F}" + uid }
 
     /// Feeds waiting now.
-    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+    public var waitingCount: Int { state.withLock { $0.count } }
 
     /// Registers a feed to wait; `429 ERR_OVERLOADED` when the gate has no slot for it.
     func wait(_ item: Waiting) throws(HTTPError) {
@@ -58,38 +49,25 @@ public final class ChangeWaiter: Sendable {
             return
         }
         try gate.enter(app: item.app, user: item.key)
-        state.withLock { state in
-            state.nextID += 1
-            state.waiting[state.nextID] = item
-            state.byKey[item.key, default: []].insert(state.nextID)
-            state.due.insert(item.key)   // read once more now that it is registered
-        }
+        state.withLock { $0.add(item, key: item.key) }   // read once more now that it is registered
         loop.wake()
     }
 
     /// These users' feeds changed (a notification's payload).
     func changed(_ keys: some Sequence<String>) {
-        let any = state.withLock { state -> Bool in
-            var any = false
-            for key in keys where state.byKey[key] != nil {
-                state.due.insert(key)
-                any = true
-            }
-            return any
-        }
-        if any { loop.wake() }
+        if state.withLock({ $0.markDue(keys) }) { loop.wake() }
     }
 
     /// Every waiting feed may have changed (the listener connected again).
     func changedAll() {
-        state.withLock { $0.allDue = true }
+        state.withLock { $0.markAllDue() }
         loop.wake()
     }
 
     public func start() {
         closed.store(false, ordering: .relaxed)
         loop.start(pass: { [self] in pass() }, drain: { [self] in
-            for (id, item) in state.withLock({ Array($0.waiting) }) { finish(id, item.empty()) }
+            for (id, item) in state.withLock({ Array($0.items) }) { finish(id, item.empty()) }
         })
     }
 
@@ -100,13 +78,7 @@ public final class ChangeWaiter: Sendable {
 
     /// Answers a waiting feed (once: a feed already answered is left alone) and frees its slot.
     private func finish(_ id: UInt64, _ response: Response) {
-        let item = state.withLock { state -> Waiting? in
-            guard let item = state.waiting.removeValue(forKey: id) else { return nil }
-            state.byKey[item.key]?.remove(id)
-            if state.byKey[item.key]?.isEmpty == true { state.byKey[item.key] = nil }
-            return item
-        }
-        guard let item else { return }
+        guard let item = state.withLock({ $0.remove(id, key: \.key) }) else { return }
         gate.leave(app: item.app, user: item.key)
         item.deferral.complete(response)
     }
@@ -115,13 +87,7 @@ public final class ChangeWaiter: Sendable {
         let listening = self.listening.load(ordering: .relaxed)
         // The due feeds are taken, not the registrations: a change noted from here on is due
         // again at the next pass.
-        let due = state.withLock { state -> [(UInt64, Waiting)] in
-            defer { state.due.removeAll(); state.allDue = false }
-            if state.allDue || !listening { return Array(state.waiting) }
-            return state.due.flatMap { key in
-                (state.byKey[key] ?? []).compactMap { id in state.waiting[id].map { (id, $0) } }
-            }
-        }
+        let due = state.withLock { $0.takeDue(everything: !listening) }.flatMap(\.requests)
         for (id, item) in due {
             do {
                 if let response = try database.withConnection({ try item.attempt($0) }) { finish(id, response) }
@@ -134,9 +100,9 @@ public final class ChangeWaiter: Sendable {
             }
         }
         let now = monotonicNanoseconds()
-        let expired = state.withLock { state in state.waiting.filter { $0.value.deadline <= now } }
+        let expired = state.withLock { state in state.items.filter { $0.value.deadline <= now } }
         for (id, item) in expired { finish(id, item.empty()) }
-        guard let nearest = state.withLock({ $0.waiting.values.map(\.deadline).min() }) else { return .idle(seconds: 30) }
+        guard let nearest = state.withLock({ $0.items.values.map(\.deadline).min() }) else { return .idle(seconds: 30) }
         let seconds = Double(nearest > now ? nearest - now : 0) / 1_000_000_000
         return .idle(seconds: listening ? min(seconds + 0.001, 30) : min(seconds + 0.001, 1))
     }

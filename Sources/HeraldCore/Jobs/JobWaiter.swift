@@ -20,22 +20,12 @@ public final class JobWaiter: Sendable {
         let deferral: Deferral
     }
 
-    /// A claim stays registered from `wait` until it is answered, so jobs that come while a pass
-    /// runs mark its app due for the next pass: never lost.
-    private struct State {
-        var waiting: [UInt64: Waiting] = [:]
-        /// Each app's waiting claims, oldest first (they are tried in that order).
-        var byApp: [String: [UInt64]] = [:]
-        /// Apps that may have claimable jobs since the last pass took them.
-        var due: Set<String> = []
-        var allDue = false
-        var nextID: UInt64 = 0
-    }
-
     let database: PostgresPool
     let metrics: Metrics
     public let gate: LongPollGate
-    private let state = Mutex(State())
+    /// A claim stays registered from `wait` until it is answered, so jobs that come while a pass
+    /// runs mark its app due for the next pass: never lost. Each app's claims are tried oldest first.
+    private let state = Mutex(WaitingSet<Waiting>())
     private let loop = BackgroundLoop(label: "herald.jobs.wait")
     /// Set by `stop()`: a claim that comes later is answered at once, never left waiting.
     private let closed = Atomic<Bool>(false)
@@ -49,7 +39,7 @@ public final class JobWaiter: Sendable {
     }
 
     /// Claims waiting now.
-    public var waitingCount: Int { state.withLock { $0.waiting.count } }
+    public var waitingCount: Int { state.withLock { $0.count } }
 
     /// Registers a claim to wait; it is answered at once if the waiter is stopping, and refused
     /// with `429 ERR_OVERLOADED` when the gate has no slot for it.
@@ -59,28 +49,18 @@ public final class JobWaiter: Sendable {
             return
         }
         try gate.enter(app: item.app)
-        state.withLock { state in
-            state.nextID += 1
-            state.waiting[state.nextID] = item
-            state.byApp[item.app, default: []].append(state.nextID)
-            state.due.insert(item.app)   // tried once more now that it is registered
-        }
+        state.withLock { $0.add(item, key: item.app) }   // tried once more now that it is registered
         loop.wake()
     }
 
     /// New jobs of `app` may exist (a NOTIFY herald_jobs with its app, a release, a retry).
     public func wake(app: String) {
-        let any = state.withLock { state -> Bool in
-            guard state.byApp[app] != nil else { return false }
-            state.due.insert(app)
-            return true
-        }
-        if any { loop.wake() }
+        if state.withLock({ $0.markDue(CollectionOfOne(app)) }) { loop.wake() }
     }
 
     /// New jobs of any app may exist: look now.
     public func wake() {
-        state.withLock { $0.allDue = true }
+        state.withLock { $0.markAllDue() }
         loop.wake()
     }
 
@@ -89,7 +69,7 @@ public final class JobWaiter: Sendable {
         // When woken (new jobs, a new claim) or when the next job or deadline is due.
         loop.start(pass: { [self] in pass() }, drain: { [self] in
             // Answer whoever still waits, so that shutdown can drain.
-            for id in state.withLock({ Array($0.waiting.keys) }) { finish(id, Response.json(ClaimedJobs(jobs: []))) }
+            for id in state.withLock({ Array($0.items.keys) }) { finish(id, Response.json(ClaimedJobs(jobs: []))) }
         })
     }
 
@@ -101,13 +81,7 @@ public final class JobWaiter: Sendable {
 
     /// Answers a waiting claim (once) and frees its slot.
     private func finish(_ id: UInt64, _ response: Response) {
-        let item = state.withLock { state -> Waiting? in
-            guard let item = state.waiting.removeValue(forKey: id) else { return nil }
-            state.byApp[item.app]?.removeAll { $0 == id }
-            if state.byApp[item.app]?.isEmpty == true { state.byApp[item.app] = nil }
-            return item
-        }
-        guard let item else { return }
+        guard let item = state.withLock({ $0.remove(id, key: \.app) }) else { return }
         gate.leave(app: item.app)
         item.deferral.complete(response)
     }
@@ -118,10 +92,10 @@ public final class JobWaiter: Sendable {
     /// long to wait before the next pass.
     private func pass() -> BackgroundLoop.Next {
         let listening = self.listening.load(ordering: .relaxed)
-        let turns = state.withLock { state -> [(String, [(UInt64, Waiting)])] in
-            defer { state.due.removeAll(); state.allDue = false }
-            let apps = state.allDue || state.due.isEmpty || !listening ? Array(state.byApp.keys) : Array(state.due)
-            return apps.map { app in (app, (state.byApp[app] ?? []).compactMap { id in state.waiting[id].map { (id, $0) } }) }
+        // a pass with nothing due comes from a timer (a backoff or a lease ended): every app
+        let turns = state.withLock { state in
+            let everything = state.nothingDue || !listening
+            return state.takeDue(everything: everything)
         }
         for (_, claims) in turns {
             for (id, item) in claims {
@@ -141,11 +115,11 @@ public final class JobWaiter: Sendable {
             }
         }
         let now = monotonicNanoseconds()
-        for id in state.withLock({ state in state.waiting.filter { $0.value.deadline <= now }.map(\.key) }) {
+        for id in state.withLock({ state in state.items.filter { $0.value.deadline <= now }.map(\.key) }) {
             finish(id, Response.json(ClaimedJobs(jobs: [])))
         }
         guard listening else { return .idle(seconds: 0.25) }
-        let (deadline, apps) = state.withLock { ($0.waiting.values.map(\.deadline).min(), Array($0.byApp.keys)) }
+        let (deadline, apps) = state.withLock { ($0.items.values.map(\.deadline).min(), $0.keys) }
         guard let deadline else { return .idle(seconds: 30) }
         var seconds = Double(deadline > now ? deadline - now : 0) / 1_000_000_000
         if let due = try? nextDue(apps: apps) { seconds = min(seconds, due) }
