@@ -124,7 +124,7 @@ extension HeavyTests {
             #expect(try feedKinds(app, watched, cursor: cursor, client: client) == ["messagePin", "conversationPin"])
         }
 
-        @Test("a late reply that moves 10 replies mentioning 10,000 members to its root makes the thread flat")
+        @Test("a late reply that moves 25 replies mentioning 25,000 members to its root makes the thread flat")
         func rehomingTwentyFiveThousand() throws {
             let environment = try TestEnvironment.shared()
             // These calls do a lot of work: seconds to a minute in a debug build
@@ -132,22 +132,23 @@ extension HeavyTests {
             let app = try environment.makeApp(prefix: "rehome")
             try app.patch("/v1/settings/notifications",
                           #"{"largeGroupThreshold": 1000000, "groupPreferences": {"replies": {"value": "SUBSCRIBE_TO_MENTIONS", "userCanOverride": true}}}"#, client: client)
-            let members = Self.members(10_000)
-            #expect(try app.setMembers("g1", members, client: client).json["count"] as? Int == 10_000)
+            let members = Self.members(25_000)
+            #expect(try app.setMembers("g1", members, client: client).json["count"] as? Int == 25_000)
             let t0 = nowMilliseconds() + 1
             try app.ingest([Events.message("root", id: "root", sender: "m00000", at: t0, text: "root")], client: client)
-            // 10 replies to "mid", not yet known to be a reply itself, each mentioning 1,000 members
-            for index in 0..<10 {
+            // 25 replies to "mid", not yet known to be a reply itself, each mentioning 1,000 members
+            // (issue 32, item 3's size: 25,000 users, more than the shared lock table once held)
+            for index in 0..<25 {
                 try app.ingest([Events.message("r\(index)", id: "r\(index)", sender: "m00001", parent: "mid", at: t0 + 10 + Int64(index),
                                                mentions: Array(members[(index * 1000)..<((index + 1) * 1000)]))], client: client)
             }
-            #expect(try app.subscription(members[9_999], "r0", client: client).json["parentMessageId"] as? String == "mid")
+            #expect(try app.subscription(members[24_999], "r24", client: client).json["parentMessageId"] as? String == "mid")
             let started = Date()
             let late = try app.post([Events.message("mid", id: "mid", sender: "m00002", parent: "root", at: t0 + 5, text: "mid")],
                                     client: client)
             #expect(late.status == 200 && late.json["accepted"] as? Int == 1, "\(late.status) \(late.text.prefix(300))")
-            print("large transactions: a late reply moving 10,000 subscriptions in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
-            let moved = try app.subscription(members[9_999], "r0", client: client).json
+            print("large transactions: a late reply moving 25,000 subscriptions in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
+            let moved = try app.subscription(members[24_999], "r24", client: client).json
             #expect(moved["parentMessageId"] as? String == "root", "the replies now belong to the root's thread: \(moved)")
             #expect(moved["subscribed"] as? Bool == true)
         }
