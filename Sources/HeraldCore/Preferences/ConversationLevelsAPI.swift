@@ -38,11 +38,11 @@ enum ConversationLevelsAPI {
     /// with the two uids sorted) now.
     static func isMember(app: String, uid: String, conversation id: String, on connection: PostgresConnection) throws -> Bool {
         if id.hasPrefix("group_") {
-            let guid = String(id.dropFirst("group_".count))
+            // the one "can see this conversation now" rule of pins (a current member of the group)
             let rows = try connection.query("""
-                SELECT EXISTS (SELECT 1 FROM group_members g WHERE g.app = $1 AND g.group_id = $2 AND g.uid = $3
-                                  AND g.joined_at > coalesce(g.removed_at, -1))
-                """, [app, guid, uid])
+                SELECT \(PinsAPI.access("c", uid: "$3"))
+                  FROM (SELECT $1::text AS app, $2::text AS group_id, NULL::text AS user_a, NULL::text AS user_b) c
+                """, [app, String(id.dropFirst("group_".count)), uid])
             return try rows[0].decode(0, as: Bool.self)
         }
         // one of the two users: the id is the pair's, whichever side the user sorts to
