@@ -11,6 +11,8 @@ public final class HeraldServer: Sendable {
     /// Built-in delivery's own connections, so that delivering never takes one a request needs.
     public let deliveryDatabase: PostgresPool
     public let maintenance: Maintenance
+    /// Acts on digest windows that ended (SPEC §17).
+    public let digests: DigestCloser
     /// What runs, in start order; shutdown stops it in reverse (swift-service-lifecycle's shape).
     let components: [any Component]
 
@@ -65,9 +67,10 @@ public final class HeraldServer: Sendable {
             maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
             headerTimeoutSeconds: configuration.headerTimeoutSeconds, maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
+        digests = DigestCloser(database: database, logger: logger, pauseAfterDecidingMs: configuration.testDigestPauseMs)
         // The workers first, then the listener; the long-poll waiters last, so that they are the
         // first stopped: their long polls are answered before the listener drains.
-        components = [maintenance, fanout, service.services.inboxRefresher, delivery,
+        components = [maintenance, fanout, digests, service.services.inboxRefresher, delivery,
                       Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds)), notifications,
                       jobWaiter, changeWaiter]
         for (index, component) in components.enumerated() {
@@ -121,6 +124,7 @@ extension ChangeWaiter: Component {}
 extension NotificationListener: Component {}
 extension InboxRefresher: Component {}
 extension Maintenance: Component {}
+extension DigestCloser: Component {}
 extension DeliveryLoop: Component {}
 
 /// The HTTP server as a component: stopping it stops accepting and drains the requests in flight.

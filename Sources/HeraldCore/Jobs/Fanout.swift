@@ -127,6 +127,21 @@ struct Fanout {
                                                         AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL)
                                       OFFSET 0) m
             ),
+            -- Herald's time of each message (SPEC §17's T): when its event was applied
+            t AS MATERIALIZED (
+                SELECT m.id, m.parent_id, coalesce(e.received_at, herald_now_ms()) AS herald_at
+                  FROM m LEFT JOIN events e ON e.app = $1 AND e.source = m.event_source AND e.id = m.event_id
+            ),
+            -- the recipients' latest digest windows in the replies' threads that were still open at
+            -- the earliest of those times (SPEC §17), one range scan into one map, as the levels
+            windows AS MATERIALIZED (
+                SELECT jsonb_object_agg(w.thread_id || chr(31) || w.uid, w.ends_at) AS map
+                  FROM (SELECT DISTINCT ON (w.thread_id, w.uid) w.thread_id, w.uid, w.ends_at FROM digest_windows w
+                         WHERE w.app = $1 AND w.thread_id IN (SELECT t.parent_id FROM t WHERE t.parent_id IS NOT NULL)
+                           AND w.ends_at > (SELECT min(t.herald_at) FROM t)
+                           AND ($3::text IS NULL OR w.uid COLLATE "C" > $3::text COLLATE "C")
+                         ORDER BY w.thread_id, w.uid, w.ends_at DESC) w
+            ),
             -- the levels of the messages' conversations (SPEC §18), read once for the whole set of
             -- recipients (one range scan of conversation_levels_by_conversation) into one map that
             -- each recipient looks up in memory: no index probe per recipient, and no join the
@@ -150,7 +165,8 @@ struct Fanout {
                        coalesce(m.parent_id, m.id), m.sent_at, m.conversation_id
                   FROM m WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
-            SELECT c.message_id, c.uid,
+            SELECT c.message_id, c.uid, (SELECT t.herald_at FROM t WHERE t.id = c.message_id) AS herald_at,
+                   (SELECT wn.map ->> (c.thread_id || chr(31) || c.uid) FROM windows wn)::bigint AS window_ends,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
                    (SELECT lv.map ->> (c.conversation_id || chr(31) || c.uid) FROM levels lv) AS level,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
@@ -170,7 +186,11 @@ struct Fanout {
         let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         var jobs: [JobRow] = []
-        for row in rows {
+        // SPEC §17: routed in the order the messages came, so that a reply opens a recipient's
+        // digest window that a later reply of the same batch is held by
+        var windows = DigestWindows(settings: settings)
+        let ordered = created.count == 1 ? Array(rows) : try DigestWindows.inOrder(rows, of: created.map(\.message.id))
+        for row in ordered {
             let messageID = try row.decode("message_id", as: String.self)
             guard let item = byID[messageID] else { continue }
             let uid = try row.decode("uid", as: String.self)
@@ -187,9 +207,17 @@ struct Fanout {
                                    resolved: shared, level: try Self.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
             let decision = Routing.decide(input)
             guard case .notified(let reason) = decision.outcome else { continue }
+            if Routing.isDigestible(reason, isReply: input.isReply), preferences.replyDigestSeconds > 0,
+               windows.holds(thread: item.message.parentID ?? messageID, recipient: uid, message: messageID,
+                             at: try row.decode("herald_at", as: Int64?.self) ?? cache.now,
+                             openUntil: try row.decode("window_ends", as: Int64?.self), seconds: preferences.replyDigestSeconds) {
+                continue
+            }
             jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: preferences)))
         }
-        return (last, try insert(jobs, on: connection))
+        let produced = try insert(jobs, on: connection)
+        try windows.open(app: app, on: connection)
+        return (last, produced)
     }
 
     /// Writes jobs as blocks (`sql/0024_job_blocks.sql`): the recipients of one message's event,

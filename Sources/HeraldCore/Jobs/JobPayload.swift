@@ -47,6 +47,18 @@ struct JobPayload {
     /// The W3C trace of the event that produced the job, in its `data` (a push traced from the
     /// bus to the device); nil when the event had none.
     var traceparent: String? = nil
+    /// A `digest` job's held replies (SPEC §17).
+    var digest: Digest? = nil
+    /// A reply job that opened a digest window: its tag and collapse id are the thread.
+    var opensDigest = false
+
+    struct Digest {
+        var count: Int
+        /// The latest 100 held replies, oldest first.
+        var messageIDs: [String]
+        /// Up to 5 distinct senders, latest first.
+        var senders: [String]
+    }
 
     struct Sync {
         /// `messagePinned` … `conversationUnpinned` (also the job's reason).
@@ -121,7 +133,7 @@ struct JobPayload {
         coalesce(j.event_type, m.event_type) AS event_type,
         j.reason, j.privacy,
         -- SPEC §9: a notification's badge is the recipient's unread thread count when the job is claimed
-        CASE WHEN j.kind IS NULL OR j.kind = 'update'
+        CASE WHEN j.kind IS NULL OR j.kind IN ('update', 'digest')
              THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = j.app AND s.uid = j.recipient AND s.visible AND s.has_unread)
              ELSE j.badge END AS badge,
         coalesce(j.message_id, '') AS message_id,
@@ -132,6 +144,12 @@ struct JobPayload {
         j.subject_id, r.reactor, r.reaction, a.uid AS action_uid, a.actor AS action_actor, a.action, a.scope AS action_scope,
         a.at AS action_at, j.sync_at, j.sync_by,
         j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason, j.traceparent,
+        j.digest_count, array_to_json(j.digest_senders)::text AS digest_senders,
+        -- SPEC §17: a digestible reply job that opened a digest window collapses by thread, so
+        -- that the digest at the window's end replaces it on the device
+        CASE WHEN j.kind IS NULL AND m.parent_id IS NOT NULL AND j.reason IN ('subscribedThread', 'allReplies')
+             THEN EXISTS (SELECT 1 FROM digest_windows w WHERE w.app = j.app AND w.opened_by = j.message_id AND w.uid = j.recipient)
+             ELSE false END AS opened_digest,
         \(Device.Target.recipientDevices) AS devices
         """
 
@@ -139,6 +157,7 @@ struct JobPayload {
     /// (SPEC §11.4), `reaction` (SPEC §11.2) or `memberAction` (SPEC §11.3).
     var kind: String {
         if let removal { return removal.kind.rawValue }
+        if digest != nil { return "digest" }
         if sync != nil { return "sync" }
         if updates != nil { return "update" }
         if memberAction != nil { return "memberAction" }
@@ -147,7 +166,11 @@ struct JobPayload {
     }
 
     /// `tag` and `collapseId`: the message id; a reaction's id; a member action's group.
-    var collapseID: String { memberAction != nil ? groupID ?? "" : reaction?.id ?? messageID }
+    /// A digest's, and the reply that opened its window: the thread (SPEC §17).
+    var collapseID: String {
+        if digest != nil || opensDigest { return parentID ?? messageID }
+        return memberAction != nil ? groupID ?? "" : reaction?.id ?? messageID
+    }
 
     /// Title and body from the default or the privacy template (uncut: see `push`).
     var notification: (title: String, body: String) {
@@ -163,6 +186,12 @@ struct JobPayload {
                 : sender.isEmpty ? "a message" : "\(sender)'s message"
             return (groupID.map { "\(reaction.reactor) @ \($0)" } ?? reaction.reactor,
                     "\(reaction.reactor) reacted \(reaction.emoji) to \(whose)" + (text.isEmpty ? "" : ": \(text)"))
+        }
+        if let digest {
+            // SPEC §17: the title a reply has, and how many replies with the last one's text
+            if privacy { return ("New replies", "New replies") }
+            let replies = digest.count == 1 ? "1 new reply" : "\(digest.count) new replies"
+            return (groupID.map { "\(sender) @ \($0)" } ?? sender, text.isEmpty ? replies : "\(replies): \(text)")
         }
         let reason = updates ?? self.reason   // an update says what the job it updates said, with the new text
         if privacy {
@@ -201,6 +230,15 @@ struct JobPayload {
         }
     }
 
+    /// At most the bytes a digest's ids and senders take in `data` (quotes and commas included).
+    private var digestBytes: Int {
+        guard let digest else { return 0 }
+        var total = 0
+        for item in digest.messageIDs { total += item.utf8.count + 3 }
+        for item in digest.senders { total += item.utf8.count + 3 }
+        return total
+    }
+
     /// The title and body as sent: the body cut (at a character, ending in "…") so that the job's
     /// `notification` and `data` together stay within `maxPushBytes` of JSON.
     var push: (title: String, body: String) {
@@ -211,6 +249,7 @@ struct JobPayload {
             + sender.utf8.count + 2 * (groupID?.utf8.count ?? 0) + (parentID?.utf8.count ?? 0)
             + 2 * (reaction.map { $0.id.utf8.count + $0.reactor.utf8.count + $0.emoji.utf8.count } ?? 0)
             + (memberAction.map { $0.uid.utf8.count + ($0.actor?.utf8.count ?? 0) } ?? 0) + (traceparent?.utf8.count ?? 0)
+            + digestBytes
         if fields * 6 + 512 <= Self.maxPushBytes { return (title, body) }
         var probe = JSONWriter()
         probe.object { writePush(to: &$0, title: title, body: "") }
@@ -331,6 +370,11 @@ struct JobPayload {
             data.field("receiver", groupID ?? reaction?.reactor ?? sender)
             data.field("sender", sender)
             data.field("sentAt", sentAt)
+            if let digest {
+                data.field("count", digest.count)
+                data.field("messageIds") { $0.array(strings: digest.messageIDs) }
+                data.field("senders") { $0.array(strings: digest.senders) }
+            }
             if let reaction {
                 data.field("reactionId", reaction.id)
                 data.field("reaction", reaction.emoji)
@@ -383,6 +427,12 @@ extension JobPayload {
             memberAction = MemberActionFacts(action: action, uid: try row.decode("action_uid"), actor: try row.decode("action_actor"),
                                              scope: try row.decode("action_scope"), at: try row.decode("action_at"))
         }
+        if try row.decode("job_kind", as: String?.self) == "digest" {
+            digest = Digest(count: try row.decode("digest_count", as: Int?.self) ?? 0,
+                            messageIDs: try DigestCloser.strings(row.decode("clear_ids")),
+                            senders: try DigestCloser.strings(row.decode("digest_senders")))
+        }
+        opensDigest = try row.decode("opened_digest", as: Bool?.self) ?? false
         if try row.decode("job_kind", as: String?.self) == "update" { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
         if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
             var ids: [String] = []

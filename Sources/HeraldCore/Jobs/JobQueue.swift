@@ -61,7 +61,7 @@ enum JobQueue {
     static let rowColumns = """
         id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy, badge, state, attempt,
         created_at, available_at, lease_until, last_error, updated_at, kind, exclude_device, clear_ids, template_reason,
-        subject_id, sync_at, sync_by
+        subject_id, sync_at, sync_by, digest_count, digest_senders
         """
 
     /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
@@ -88,7 +88,7 @@ enum JobQueue {
                 SELECT b.id * 1024 + r.first + p.n - 1, b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
                        herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
                        NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
-                       t.traceparent
+                       NULL::integer, NULL::text[], t.traceparent
                   FROM unnest($3::bigint[], $4::int[], $5::int[]) AS r(block, first, last)
                   JOIN job_blocks b ON b.id = r.block
                   -- the event's trace, looked up once per block, not per job

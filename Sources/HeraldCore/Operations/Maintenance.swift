@@ -52,6 +52,8 @@ public final class Maintenance: Sendable {
                        ("job_block_marks", "$1::bigint >= 0 AND NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_block_marks.block)"),
                        ("job_leases", "$1::bigint >= 0 AND NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_leases.block)"),
                        ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
+                       // a digest window once acted on, as long as its events are kept (explain reads it)
+                       ("digest_windows", "closed_at IS NOT NULL AND ends_at < herald_now_ms() - $1::bigint * 86400000"),
                        // what member-action jobs say, once none of its jobs is left nor to come
                        ("member_actions", """
                            created_at < herald_now_ms() - $1::bigint * 86400000

@@ -31,6 +31,8 @@ public struct EffectivePreferences: Sendable, Equatable {
     public var usePrivacyTemplate: Bool
     /// An IANA zone name.
     public var timezone: String
+    /// The thread digest window in seconds (SPEC §17), 0 when off.
+    public var replyDigestSeconds: Int
 
     /// The values of `user` under `app`: the user's where the field is overridable and the user
     /// set it, else the app's. Stored values were validated against the same enums; one that no
@@ -56,6 +58,11 @@ public struct EffectivePreferences: Sendable, Equatable {
         schedule = Schedule(json: value("mutePreferences.schedule")) ?? .allDay
         usePrivacyTemplate = value("usePrivacyTemplate") == .bool(true)
         if case .string(let zone) = value("timezone") { timezone = zone } else { timezone = "UTC" }
+        if case .int(let seconds) = value("replyDigestSeconds"), seconds == 0 || PreferenceField.replyDigestRange.contains(seconds) {
+            replyDigestSeconds = seconds
+        } else {
+            replyDigestSeconds = 0
+        }
     }
 
     /// The app's defaults, for a user who stored nothing.

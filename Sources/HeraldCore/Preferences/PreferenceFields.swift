@@ -12,6 +12,8 @@ public struct PreferenceField: Sendable {
         case schedule
         case boolean
         case timezone
+        /// Whole seconds: 0 (off) or within the range (`replyDigestSeconds`, SPEC §17).
+        case seconds(ClosedRange<Int>)
     }
 
     public let path: String
@@ -40,8 +42,12 @@ public struct PreferenceField: Sendable {
         fields.append(.init(path: "mutePreferences.schedule", kind: .schedule, defaultValue: Schedule.allDay.json))
         fields.append(.init(path: "usePrivacyTemplate", kind: .boolean, defaultValue: false))
         fields.append(.init(path: "timezone", kind: .timezone, defaultValue: "UTC"))
+        fields.append(.init(path: "replyDigestSeconds", kind: .seconds(replyDigestRange), defaultValue: .int(0)))
         return fields
     }()
+
+    /// SPEC §17: a digest window is 5 s to one hour (0: off).
+    public static let replyDigestRange = 5...3600
 
     public static let byPath: [String: PreferenceField] = Dictionary(uniqueKeysWithValues: all.map { ($0.path, $0) })
 
@@ -61,6 +67,9 @@ public struct PreferenceField: Sendable {
                 throw Self.invalid("\(field) must be an IANA time zone name such as Europe/Paris", field: field)
             }
             return input
+        case .seconds(let range):
+            if case .int(let seconds) = input, seconds == 0 || range.contains(seconds) { return input }
+            throw Self.invalid("\(field) must be 0 (off) or whole seconds from \(range.lowerBound) to \(range.upperBound)", field: field)
         case .schedule:
             return try Schedule.validate(input, field: field, current: current.flatMap { Schedule(json: $0) } ?? .allDay).json
         }

@@ -44,11 +44,12 @@ enum RoutingAPI {
                          ORDER BY j.id LIMIT 1) AS job,
                        s.since, s.manual_at, s.unsubscribed_at, s.tracked, m.event_source, m.event_id,
                        \(Fanout.levelOf(uid: "$2", conversation: "m.conversation_id")) AS level,
-                       -- when Herald applied the message's event (kept as long as dedupe keeps it)
-                       (SELECT e.received_at FROM events e
-                         WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id) AS applied_at
+                       ap.applied_at, \(DigestExplanation.column)
                   FROM messages m
                   LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = coalesce(m.parent_id, m.id)
+                  -- when Herald applied the message's event (kept as long as dedupe keeps it)
+                  LEFT JOIN LATERAL (SELECT e.received_at AS applied_at FROM events e
+                                      WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id) ap ON true
                  WHERE m.app = $1 AND m.id = $3 AND m.created_seen AND m.deleted_at IS NULL
                 """, [app, uid, messageID])
             guard let row = rows.first else {
@@ -92,6 +93,11 @@ enum RoutingAPI {
                 notified = true
                 reason = jobReason
                 jobID = id
+            } else if case .notified(let routed) = decision.outcome, Routing.isDigestible(routed, isReply: input.isReply),
+                      let digest = try DigestExplanation(row) {
+                // SPEC §17: held for the recipient's digest of the thread
+                steps.append(digest.step)
+                (notified, reason, jobID) = (digest.notified, digest.reason, digest.jobID)
             } else if decision.notified {
                 steps.insert("no job was produced when the message arrived (it predates a preference change, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
             }
@@ -262,6 +268,51 @@ extension RoutingAPI {
             steps.insert("no job was produced when the reaction arrived (it predates a preference change, it was removed first, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
         }
         return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
+    }
+}
+
+/// What became of a reply held for the recipient's thread digest (SPEC §17), from the window
+/// that held it (`column`, in an explain query over the message `m`, the user `$2` and the
+/// message's `applied_at`).
+struct DigestExplanation {
+    static let column = """
+        (SELECT jsonb_build_object('closed', w.closed_at IS NOT NULL, 'ends', w.ends_at, 'outcome', w.outcome,
+                                   'job', w.digest_job, 'reason', (SELECT j.reason FROM job_rows j WHERE j.id = w.digest_job),
+                                   'included', w.closed_at IS NOT NULL AND EXISTS (
+                                       SELECT 1 FROM herald_digest_held(w.app, w.thread_id, w.uid, w.opened_by, w.opened_at, w.ends_at,
+                                                                        w.max_age_ms, w.read_at, w.read_id) h
+                                        WHERE h.id = m.id))::text
+           FROM digest_windows w
+          WHERE m.parent_id IS NOT NULL AND w.app = $1 AND w.thread_id = m.parent_id AND w.uid = $2 AND w.opened_by <> m.id
+            AND w.opened_at <= ap.applied_at AND ap.applied_at < w.ends_at
+          ORDER BY w.opened_at DESC LIMIT 1) AS digest
+        """
+
+    let notified: Bool
+    let reason: String
+    let jobID: String?
+    let step: String
+
+    /// Nil when no window held the message for the user.
+    init?(_ row: PostgresRow) throws {
+        guard let text = try row.decode("digest", as: String?.self), let window = try? JSONParser.parse(Array(text.utf8)) else { return nil }
+        let ends: Int64 = if case .int(let value)? = window["ends"] { Int64(value) } else { 0 }
+        guard case .bool(true)? = window["closed"] else {
+            (notified, reason, jobID) = (false, Routing.Skip.digestPending.rawValue, nil)
+            step = "held for the recipient's digest of the thread: its window ends at \(ends)"
+            return
+        }
+        if case .string("sent")? = window["outcome"], case .bool(true)? = window["included"], case .int(let job)? = window["job"] {
+            let jobReason: String = if case .string(let name)? = window["reason"] { name } else { "" }
+            (notified, reason, jobID) = (true, jobReason, wireJobID(Int64(job)))
+            step = "held for the recipient's digest of the thread: digest job \(wireJobID(Int64(job))) at the window's end (\(ends)) included it"
+            return
+        }
+        let outcome: String = if case .string(let name)? = window["outcome"], name != "sent" { name } else { Routing.Skip.read.rawValue }
+        (notified, reason, jobID) = (false, outcome, nil)
+        step = outcome == Routing.Skip.read.rawValue
+            ? "held for the recipient's digest of the thread: read or deleted before the window ended (\(ends))"
+            : "held for the recipient's digest of the thread: at the window's end (\(ends)) \(outcome) applied, and nothing was sent"
     }
 }
 

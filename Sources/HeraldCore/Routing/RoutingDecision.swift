@@ -82,6 +82,16 @@ public enum Routing {
         case conversationLevel = "CONVERSATION_LEVEL"
         /// A reply in a thread the recipient tracks without pushes, and it does not mention them (SPEC §18).
         case trackOnly = "TRACK_ONLY"
+        /// A reply held for the recipient's thread digest, whose window is still open (SPEC §17).
+        case digestPending = "DIGEST_PENDING"
+        /// A held reply the recipient read (or that was deleted) before its digest window ended (SPEC §17).
+        case read = "READ"
+    }
+
+    /// SPEC §17: a reply's job with one of these reasons is digestible — held while the
+    /// recipient's digest window for the thread is open. Mentions, `@all` and quotes never are.
+    public static func isDigestible(_ reason: Reason, isReply: Bool) -> Bool {
+        isReply && (reason == .subscribedThread || reason == .allReplies)
     }
 
     /// The recipient's effective preferences for the message's conversation type.

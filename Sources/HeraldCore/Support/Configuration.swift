@@ -54,6 +54,9 @@ public struct Configuration: Sendable, Equatable {
     /// Seconds a large-group fan-out task is leased to one worker (`HERALD_FANOUT_LEASE_SECONDS`):
     /// after a crash, another instance resumes it this long after the last chunk.
     public var fanoutLeaseSeconds: Int
+    /// Tests only (`HERALD_TEST_DIGEST_PAUSE_MS`): milliseconds a digest pass waits after deciding,
+    /// before writing, so that a test can kill Herald there (SPEC §17: exactly once across a crash).
+    public var testDigestPauseMs = 0
     /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
     public var drainTimeoutSeconds: Int
     /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
@@ -96,6 +99,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_DEDUPE_RETENTION_DAYS", "days events are remembered for dedupe (default 7, at least 7)"),
         ("HERALD_FANOUT_LEASE_SECONDS", "lease of a large-group fan-out task (default 60)"),
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
+        ("HERALD_TEST_DIGEST_PAUSE_MS", "tests only: a digest pass waits this long between deciding and writing (default 0)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
         ("HERALD_OPENAPI_FILE", "the OpenAPI document served at /openapi.json (default: openapi/openapi.json found beside the binary)"),
         ("HERALD_CONSOLE_DIR", "the operator console's files, served at /console/ (default: console/ found beside the binary)"),
@@ -150,6 +154,7 @@ public struct Configuration: Sendable, Equatable {
         if let days = try integer("HERALD_DEDUPE_RETENTION_DAYS", 7...3650) { dedupeRetentionDays = days }
         if let lease = try integer("HERALD_FANOUT_LEASE_SECONDS", 1...3600) { fanoutLeaseSeconds = lease }
         if let drain = try integer("HERALD_DRAIN_TIMEOUT_SECONDS", 0...3_600) { drainTimeoutSeconds = drain }
+        if let pause = try integer("HERALD_TEST_DIGEST_PAUSE_MS", 0...600_000) { testDigestPauseMs = pause }
         if let level = value("HERALD_LOG_LEVEL") {
             guard let parsed = LogLevel(rawValue: level.lowercased()) else {
                 throw ConfigurationError(variable: "HERALD_LOG_LEVEL", message: "must be debug, info, warn or error, got \(level.debugDescription)")
