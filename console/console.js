@@ -185,7 +185,7 @@ const READ_ONLY = new Set(["delivery.secretSet"]);
 // The order of SPEC §7.1 (the API answers keys sorted); keys not listed follow, as answered.
 const ORDER = ["groupPreferences", "oneOnOnePreferences", "messages", "replies", "quotedReplies", "reactions", "memberJoined",
   "memberAdded", "memberLeft", "memberKicked", "memberBanned", "memberUnbanned", "memberScopeChanged", "mutePreferences", "dnd",
-  "schedule", "usePrivacyTemplate", "timezone"];
+  "schedule", "usePrivacyTemplate", "timezone", "replyDigestSeconds"];
 const ordered = (object) => Object.entries(object).sort(([a], [b]) =>
   (ORDER.includes(a) ? ORDER.indexOf(a) : ORDER.length) - (ORDER.includes(b) ? ORDER.indexOf(b) : ORDER.length));
 const DAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"];

@@ -131,6 +131,18 @@ def main():
         check(settings["groupPreferences"]["replies"] == {"value": "SUBSCRIBE_TO_SUBSCRIBED_THREADS", "userCanOverride": False},
               "the saved default through the API: %s" % settings["groupPreferences"]["replies"])
 
+        # The digest window (SPEC §17): a number field; an out-of-range value is refused at the field, 30 is saved.
+        digest = page.locator("input[name='replyDigestSeconds']")
+        expect(digest).to_have_value("0")
+        digest.fill("2")
+        page.click("[data-action=save-settings]")
+        expect(page.locator("[data-error-for='replyDigestSeconds']")).to_contain_text("replyDigestSeconds")
+        digest.fill("30")
+        page.click("[data-action=save-settings]")
+        expect(page.locator("#settings-status")).to_contain_text("Saved")
+        check(call("GET", "/v1/settings/notifications", server)[1]["replyDigestSeconds"] == {"value": 30, "userCanOverride": True},
+              "the digest window through the API")
+
         # Built-in delivery: the first push mode shows the signing secret once; secretSet is shown, not sent.
         check(page.locator("input[name='delivery.secretSet']").is_disabled(), "delivery.secretSet is read-only in the form")
         page.select_option("select[name='delivery.mode']", "webhook")
@@ -174,6 +186,7 @@ def main():
         mine = page.locator("#user-preferences tr", has_text="groupPreferences.messages")
         expect(mine.locator(".tag")).to_have_text("user")
         expect(page.locator("#user-preferences tr", has_text="groupPreferences.replies").locator(".tag")).to_have_text("app")
+        expect(page.locator("#user-preferences tr", has_text="replyDigestSeconds").locator(".tag")).to_have_text("app")
         # Paged with the API's cursors: 20 threads, then the other 5.
         expect(page.locator("#user-inbox tbody tr")).to_have_count(20)
         page.click("[data-action=inbox-next]")

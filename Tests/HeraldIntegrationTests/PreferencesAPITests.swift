@@ -65,7 +65,7 @@ struct PreferencesAPITests {
         #expect(sources?["timezone"] == "user")
         #expect(sources?["groupPreferences.replies"] == "app")
         #expect(sources?["oneOnOnePreferences.messages"] == "app")
-        #expect(sources?.count == 19)
+        #expect(sources?.count == 20)   // every field of SPEC §7.1, replyDigestSeconds (§17) included
         #expect(try client.get("/v1/users/bob/preferences?include=nope", token: app.serverKey).status == 400)
         let reset = try client.delete("/v1/users/bob/preferences", token: app.serverKey)
         #expect(reset.json["timezone"] as? String == "UTC")
