@@ -14,7 +14,7 @@ struct Options {
     var soakSeconds: Double?
 
     static let usage = """
-        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,W1,W2,W3,W4,W5,W6,W7,SOAK] [--soak-seconds N]
+        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,S2D,W1,W2,W3,W4,W5,W6,W7,SOAK] [--soak-seconds N]
                             [--database-url URL] [--herald http://HOST:PORT --admin-token T [--herald-pid PID]]
 
         Without --database-url, starts a PostgreSQL cluster of its own in /tmp (scripts/pg.sh).
@@ -76,7 +76,15 @@ do {
     if options.wants("L2") { attempt("L2") { try bench.databaseCeiling() } }
     if options.wants("L3") { attempt("L3") { try bench.tokenVerification() } }
     if options.wants("S1") { attempt("S1") { try bench.peerScenario("S1", members: 50, replies: 500, goal: 1000) } }
-    if options.wants("S2") { attempt("S2") { try bench.peerScenario("S2", members: 500, replies: 200, goal: 150) } }
+    var s2: Double?
+    if options.wants("S2") { attempt("S2") { s2 = try bench.peerScenario("S2", members: 500, replies: 200, goal: 150) } }
+    if options.wants("S2D") {
+        // SPEC §17 (issue 36): S2 with every member at a 60-second digest window; goal 3× S2 of this run
+        attempt("S2d") {
+            try bench.peerScenario("S2d", members: 500, replies: 200, goal: 3 * (s2 ?? 0), digestSeconds: 60,
+                                   goalText: s2.map { "≥ 3× S2 (\(format(3 * $0)) replies/s), p99 ≤ 2× p50" } ?? "≥ 3× S2 (run S2 too)")
+        }
+    }
     if options.wants("W1") || options.wants("W2") || options.wants("W6") {
         attempt("W1/W2/W6") {
             let (keys, chat) = try bench.prepareChat()
