@@ -17,8 +17,8 @@ struct DigestWindows {
     }
 
     let maxAgeMs: Int64
-    /// The end of each (thread, recipient)'s latest window, as stored or as opened by this pass.
-    private var ends: [String: Int64] = [:]
+    /// Each (thread, recipient)'s latest window, as stored or as opened by this pass.
+    private var windows: [String: (opened: Int64, ends: Int64)] = [:]
     private(set) var openings: [Opening] = []
 
     init(settings: AppSettings) {
@@ -26,16 +26,25 @@ struct DigestWindows {
     }
 
     /// Whether the digestible reply `message`, routed at Herald's time `at` for `recipient`, is
-    /// held: a window of theirs in the thread is open at `at` (`openUntil`: the end of the latest
-    /// stored one). When none is, the reply's job is produced and it opens one for `seconds`.
-    mutating func holds(thread: String, recipient: String, message: String, at: Int64, openUntil stored: Int64?,
+    /// held: a window of theirs in the thread is open at `at` (`stored`: the latest stored one as
+    /// "<opened> <ends>"). When none is, the reply's job is produced and it opens one for
+    /// `seconds`. A window opened after `at` (a large group's chunks of two replies done out of
+    /// order) does not hold it: the window's end would not count it.
+    mutating func holds(thread: String, recipient: String, message: String, at: Int64, stored: String?,
                         seconds: Int) -> Bool {
         let key = thread + "\u{1F}" + recipient
-        if let end = ends[key] ?? stored, end > at { return true }
+        if let window = windows[key] ?? Self.parse(stored), window.opened <= at, at < window.ends { return true }
         let end = at + Int64(seconds) * 1000
-        ends[key] = end
+        windows[key] = (at, end)
         openings.append(Opening(thread: thread, uid: recipient, at: at, endsAt: end, message: message))
         return false
+    }
+
+    static func parse(_ text: String?) -> (opened: Int64, ends: Int64)? {
+        guard let parts = text?.split(separator: " "), parts.count == 2, let opened = Int64(parts[0]), let ends = Int64(parts[1]) else {
+            return nil
+        }
+        return (opened, ends)
     }
 
     /// Writes the windows this pass opened, in the transaction of their jobs (a large-group chunk

@@ -135,8 +135,8 @@ struct Fanout {
             -- the recipients' latest digest windows in the replies' threads that were still open at
             -- the earliest of those times (SPEC §17), one range scan into one map, as the levels
             windows AS MATERIALIZED (
-                SELECT jsonb_object_agg(w.thread_id || chr(31) || w.uid, w.ends_at) AS map
-                  FROM (SELECT DISTINCT ON (w.thread_id, w.uid) w.thread_id, w.uid, w.ends_at FROM digest_windows w
+                SELECT jsonb_object_agg(w.thread_id || chr(31) || w.uid, w.opened_at || ' ' || w.ends_at) AS map
+                  FROM (SELECT DISTINCT ON (w.thread_id, w.uid) w.thread_id, w.uid, w.opened_at, w.ends_at FROM digest_windows w
                          WHERE w.app = $1 AND w.thread_id IN (SELECT t.parent_id FROM t WHERE t.parent_id IS NOT NULL)
                            AND w.ends_at > (SELECT min(t.herald_at) FROM t)
                            AND ($3::text IS NULL OR w.uid COLLATE "C" > $3::text COLLATE "C")
@@ -166,7 +166,7 @@ struct Fanout {
                   FROM m WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
             SELECT c.message_id, c.uid, (SELECT t.herald_at FROM t WHERE t.id = c.message_id) AS herald_at,
-                   (SELECT wn.map ->> (c.thread_id || chr(31) || c.uid) FROM windows wn)::bigint AS window_ends,
+                   (SELECT wn.map ->> (c.thread_id || chr(31) || c.uid) FROM windows wn) AS digest_window,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
                    (SELECT lv.map ->> (c.conversation_id || chr(31) || c.uid) FROM levels lv) AS level,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
@@ -210,7 +210,7 @@ struct Fanout {
             if Routing.isDigestible(reason, isReply: input.isReply), preferences.replyDigestSeconds > 0,
                windows.holds(thread: item.message.parentID ?? messageID, recipient: uid, message: messageID,
                              at: try row.decode("herald_at", as: Int64?.self) ?? cache.now,
-                             openUntil: try row.decode("window_ends", as: Int64?.self), seconds: preferences.replyDigestSeconds) {
+                             stored: try row.decode("digest_window", as: String?.self), seconds: preferences.replyDigestSeconds) {
                 continue
             }
             jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: preferences)))
