@@ -14,7 +14,9 @@ CREATE OR REPLACE FUNCTION herald_digest_held(p_app text, p_thread text, p_uid t
     LANGUAGE sql STABLE AS $$
     SELECT m.id, m.sender, m.sent_at, m.deleted_at
       FROM messages m
-      JOIN events e ON e.app = m.app AND e.source = m.event_source AND e.id = m.event_id
+      -- each reply's event through its key (a join could scan the app's events)
+     CROSS JOIN LATERAL (SELECT e.received_at FROM events e
+                          WHERE e.app = p_app AND e.source = m.event_source AND e.id = m.event_id OFFSET 0) e
      WHERE m.app = p_app AND m.parent_id = p_thread AND m.created_seen AND m.id <> p_opened_by
        -- a reply older than maxEventAgeSeconds when applied was never routed (SPEC §11.5): this
        -- also bounds the scan of the thread's replies by time

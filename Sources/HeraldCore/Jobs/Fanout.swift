@@ -128,19 +128,24 @@ struct Fanout {
                                       OFFSET 0) m
             ),
             -- Herald's time of each message (SPEC §17's T): when its event was applied
+            -- (each through its key: a join could scan the app's events)
             t AS MATERIALIZED (
-                SELECT m.id, m.parent_id, coalesce(e.received_at, herald_now_ms()) AS herald_at
-                  FROM m LEFT JOIN events e ON e.app = $1 AND e.source = m.event_source AND e.id = m.event_id
+                SELECT m.id, m.parent_id,
+                       coalesce((SELECT e.received_at FROM events e WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id),
+                                herald_now_ms()) AS herald_at
+                  FROM m
             ),
             -- the recipients' latest digest windows in the replies' threads that were still open at
-            -- the earliest of those times (SPEC §17), one range scan into one map, as the levels
+            -- the earliest of those times (SPEC §17), one range scan of each thread's windows into
+            -- one map, as the levels (OFFSET 0: by the thread's key, never a scan of the app's)
             windows AS MATERIALIZED (
                 SELECT jsonb_object_agg(w.thread_id || chr(31) || w.uid, w.opened_at || ' ' || w.ends_at) AS map
-                  FROM (SELECT DISTINCT ON (w.thread_id, w.uid) w.thread_id, w.uid, w.opened_at, w.ends_at FROM digest_windows w
-                         WHERE w.app = $1 AND w.thread_id IN (SELECT t.parent_id FROM t WHERE t.parent_id IS NOT NULL)
-                           AND w.ends_at > (SELECT min(t.herald_at) FROM t)
-                           AND ($3::text IS NULL OR w.uid COLLATE "C" > $3::text COLLATE "C")
-                         ORDER BY w.thread_id, w.uid, w.ends_at DESC) w
+                  FROM (SELECT DISTINCT t.parent_id FROM t WHERE t.parent_id IS NOT NULL) k
+                 CROSS JOIN LATERAL (SELECT DISTINCT ON (w.uid) w.thread_id, w.uid, w.opened_at, w.ends_at FROM digest_windows w
+                                      WHERE w.app = $1 AND w.thread_id = k.parent_id
+                                        AND w.ends_at > (SELECT min(t.herald_at) FROM t)
+                                        AND ($3::text IS NULL OR w.uid COLLATE "C" > $3::text COLLATE "C")
+                                      ORDER BY w.uid, w.ends_at DESC OFFSET 0) w
             ),
             -- the levels of the messages' conversations (SPEC §18), read once for the whole set of
             -- recipients (one range scan of conversation_levels_by_conversation) into one map that
