@@ -11,6 +11,7 @@
 #include <openssl/ec.h>
 #include <openssl/rsa.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 
 /* Macros and variadic calls that Swift cannot import, as plain functions. */
 

@@ -21,7 +21,7 @@ public final class PublicKey: @unchecked Sendable {
         case other
     }
 
-    private let key: OpaquePointer
+    let key: OpaquePointer
     /// The key's type and size or curve.
     public let kind: Kind
 
@@ -105,9 +105,9 @@ public final class PublicKey: @unchecked Sendable {
 /// A private key that signs RS256 and ES256: what a customer's backend holds. Herald itself only
 /// verifies; the tests and `make bench` sign with it.
 public final class PrivateKey: @unchecked Sendable {
-    private let key: OpaquePointer
+    let key: OpaquePointer
 
-    private init(key: OpaquePointer) { self.key = key }
+    init(key: OpaquePointer) { self.key = key }
     deinit { EVP_PKEY_free(key) }
 
     /// A new RSA key of `bits` bits.
