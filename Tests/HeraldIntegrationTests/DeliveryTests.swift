@@ -234,7 +234,8 @@ struct DeliveryTests {
         #expect(ios["title"] as? String == "alice @ g1" && ios["message"] as? String == "hello" && ios["collapse_id"] as? String == "m1")
         #expect(ios["badge"] is Int)
         let android = try #require(notifications.first { $0["platform"] as? Int == 2 })
-        #expect(android["tokens"] as? [String] == ["live-3"] && android["collapse_key"] as? String == "m1")
+        #expect(android["tokens"] as? [String] == ["live-3"] && (android["android"] as? [String: Any])?["collapse_key"] as? String == "m1")
+        #expect(ios["sound"] as? String == "default")
         #expect((android["data"] as? [String: Any])?["messageId"] as? String == "m1")
         let left = try client.get("/v1/users/bob/devices", token: app.serverKey).json["data"] as? [[String: Any]] ?? []
         #expect(Set(left.compactMap { $0["id"] as? String }) == ["ipad", "pixel", "browser"], "the failed token's device is removed")

@@ -91,6 +91,25 @@ struct DeliveryRequestTests {
         #expect(notifications.map { $0["platform"] as? Int } == [1, 1, 2])
         #expect(notifications[1]["development"] as? Bool == true && notifications[0]["development"] == nil)
         #expect(notifications[0]["message"] as? String == "alice mentioned you: hi" && notifications[0]["badge"] as? Int == 3)
+        // what gorush reads (appleboy/gorush notify/): iOS alerts with a sound; FCM v1's collapse key,
+        // tag, sound and count under `android`; FCM data values are strings, nulls left out
+        #expect(notifications[0]["sound"] as? String == "default")
+        let fcm = notifications[2]
+        #expect(fcm["collapse_key"] == nil)
+        let android = try #require(fcm["android"] as? [String: Any])
+        let collapse = try #require(notifications[0]["collapse_id"] as? String)
+        #expect(android["collapse_key"] as? String == collapse)
+        let androidNotification = try #require(android["notification"] as? [String: Any])
+        #expect(androidNotification["tag"] as? String == collapse && androidNotification["sound"] as? String == "default"
+                && androidNotification["notification_count"] as? Int == 3)
+        let fcmData = try #require(fcm["data"] as? [String: Any])
+        #expect(fcmData.values.allSatisfy { $0 is String } && !fcmData.values.contains { ($0 as? String)?.contains("%!") ?? false })
+        #expect(fcmData["parentMessageId"] as? String == "m7")
+        var topLevel = Self.job(devices: [devices[2]])
+        topLevel.parentID = nil
+        let top = try #require(DeliveryRequest.make(job: topLevel, settings: settings))
+        let topData = try #require(((try JSONSerialization.jsonObject(with: Data(top.body)) as? [String: Any])?["notifications"] as? [[String: Any]])?.first?["data"] as? [String: Any])
+        #expect(topData["parentMessageId"] == nil && topData["messageId"] as? String == "m42", "a null is left out, not sent as text: \(topData)")
         var signed = request
         DeliveryRequest.sign(&signed, jobID: 42, secrets: [], nowSeconds: 1)
         #expect(!signed.headers.contains { $0.hasPrefix("webhook-signature") }, "no secret, no signature")
@@ -98,7 +117,10 @@ struct DeliveryRequestTests {
         let clear = try #require(DeliveryRequest.make(job: Self.job(devices: devices, clear: ["m1", "m2"]), settings: settings))
         let silent = try #require((try JSONSerialization.jsonObject(with: Data(clear.body)) as? [String: Any])?["notifications"] as? [[String: Any]])
         #expect(silent.allSatisfy { $0["content_available"] as? Bool == true && $0["message"] == nil })
-        #expect((silent[2]["data"] as? [String: Any])?["collapseIds"] as? [String] == ["m1", "m2"])
+        #expect((silent[0]["data"] as? [String: Any])?["collapseIds"] as? [String] == ["m1", "m2"])
+        // FCM's data values are strings: the array as its JSON text
+        #expect((silent[2]["data"] as? [String: Any])?["collapseIds"] as? String == #"["m1","m2"]"#)
+        #expect((silent[2]["data"] as? [String: Any])?.values.allSatisfy { $0 is String } == true)
 
         #expect(DeliveryRequest.make(job: Self.job(devices: [devices[3]]), settings: settings) == nil)
         let failed = Array(#"""

@@ -82,6 +82,7 @@ enum DeliveryRequest {
                             item.field("notif_id", wireJobID(job.id))
                             item.field("tokens") { $0.array(strings: tokens[key]!) }
                             item.field("platform", key.platform)
+                            let android = key.platform == 2
                             if let removal = job.removal {
                                 // A silent push: the app removes these notifications (and sets the badge).
                                 item.field("content_available", true)
@@ -90,14 +91,12 @@ enum DeliveryRequest {
                                     if let topic = key.topic { item.field("topic", topic) }
                                     if key.sandbox { item.field("development", true) }
                                 }
-                                item.field("data") { $0.object { data in
-                                    data.field("jobId", wireJobID(job.id))
-                                    data.field("kind", job.kind)
-                                    data.field(removal.kind == .clear ? "parentMessageId" : "messageId", job.messageID)
-                                    data.field("collapseIds") { $0.array(strings: removal.collapseIds) }
-                                    if removal.kind == .clear { data.field("badge", job.badge) }
-                                    if let trace = job.traceparent { data.field("traceparent", trace) }
-                                } }
+                                var data: [(String, JSONValue)] = [("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind)),
+                                                                   (removal.kind == .clear ? "parentMessageId" : "messageId", .string(job.messageID)),
+                                                                   ("collapseIds", .array(removal.collapseIds.map(JSONValue.string)))]
+                                if removal.kind == .clear { data.append(("badge", .int(job.badge))) }
+                                data.append(("traceparent", job.traceparent.map(JSONValue.string) ?? .null))
+                                Self.writeGorushData(data, android: android, to: &item)
                                 return
                             }
                             if let sync = job.sync {
@@ -107,51 +106,77 @@ enum DeliveryRequest {
                                     if let topic = key.topic { item.field("topic", topic) }
                                     if key.sandbox { item.field("development", true) }
                                 }
-                                item.field("data") { $0.object { data in
-                                    data.field("jobId", wireJobID(job.id))
-                                    data.field("kind", job.kind)
-                                    data.field("change", sync.change)
-                                    if !job.messageID.isEmpty { data.field("messageId", job.messageID) }
-                                    data.field("conversationId", sync.conversationID)
-                                    if let trace = job.traceparent { data.field("traceparent", trace) }
-                                } }
+                                Self.writeGorushData([("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind)),
+                                                      ("change", .string(sync.change)),
+                                                      ("messageId", job.messageID.isEmpty ? .null : .string(job.messageID)),
+                                                      ("conversationId", sync.conversationID.map(JSONValue.string) ?? .null),
+                                                      ("traceparent", job.traceparent.map(JSONValue.string) ?? .null)],
+                                                     android: android, to: &item)
                                 return
                             }
                             item.field("title", title)
                             item.field("message", message)
                             if key.platform == 1 {
                                 item.field("badge", job.badge)
+                                item.field("sound", "default")   // without it iOS shows the alert silently
                                 item.field("collapse_id", job.collapseID)
                                 item.field("thread-id", job.memberAction != nil ? job.collapseID : job.parentID ?? job.messageID)
                                 if let topic = key.topic { item.field("topic", topic) }
                                 if key.sandbox { item.field("development", true) }
                             } else {
-                                item.field("collapse_key", job.collapseID)
+                                // gorush sends FCM HTTP v1 messages: the collapse key, tag, sound and
+                                // count are read from `android` (a top-level collapse_key is not)
+                                item.field("android") { $0.object { config in
+                                    config.field("collapse_key", job.collapseID)
+                                    config.field("notification") { $0.object { notification in
+                                        notification.field("tag", job.collapseID)
+                                        notification.field("sound", "default")
+                                        notification.field("notification_count", job.badge)
+                                    } }
+                                } }
                             }
                             // gorush's `data`: the job's data and its id.
-                            item.field("data") { $0.object { data in
-                                data.field("jobId", wireJobID(job.id))
-                                data.field("kind", job.kind)
-                                data.field("messageId", job.messageID)
-                                data.field("parentMessageId", job.parentID)
-                                data.field("conversationId", job.conversationID)
-                                data.field("sender", job.sender)
-                                if let reaction = job.reaction {
-                                    data.field("reactionId", reaction.id)
-                                    data.field("reaction", reaction.emoji)
-                                }
-                                if let action = job.memberAction {
-                                    data.field("action", action.action.rawValue)
-                                    data.field("uid", action.uid)
-                                }
-                                if let trace = job.traceparent { data.field("traceparent", trace) }
-                            } }
+                            var data: [(String, JSONValue)] = [
+                                ("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind)), ("messageId", .string(job.messageID)),
+                                ("parentMessageId", job.parentID.map(JSONValue.string) ?? .null),
+                                ("conversationId", .string(job.conversationID)), ("sender", .string(job.sender)),
+                            ]
+                            if let reaction = job.reaction { data += [("reactionId", .string(reaction.id)), ("reaction", .string(reaction.emoji))] }
+                            if let action = job.memberAction { data += [("action", .string(action.action.rawValue)), ("uid", .string(action.uid))] }
+                            if let digest = job.digest {
+                                data += [("count", .int(digest.count)), ("messageIds", .array(digest.messageIDs.map(JSONValue.string))),
+                                         ("senders", .array(digest.senders.map(JSONValue.string)))]
+                            }
+                            data.append(("traceparent", job.traceparent.map(JSONValue.string) ?? .null))
+                            Self.writeGorushData(data, android: android, to: &item)
                         }
                     }
                 }
             }
         }
         return Array(writer.text.utf8)
+    }
+
+    /// gorush's `data`, without nulls. For Android every value is a string — gorush formats
+    /// each value with Go's `%s`, which turns a number into `%!s(int=3)` and a null into
+    /// `%!s(<nil>)` — so numbers and arrays go as their JSON text; for iOS they stay JSON.
+    static func writeGorushData(_ pairs: [(String, JSONValue)], android: Bool, to item: inout JSONWriter) {
+        item.field("data") { $0.object { data in
+            for (name, value) in pairs {
+                switch value {
+                case .null: continue
+                case .string: data.field(name, value)
+                default:
+                    if android {
+                        var text = JSONWriter()
+                        text.value(value)
+                        data.field(name, text.text)
+                    } else {
+                        data.field(name, value)
+                    }
+                }
+            }
+        } }
     }
 
     /// What an answer (or its absence) means for the job.
