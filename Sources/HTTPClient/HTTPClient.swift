@@ -10,12 +10,20 @@ public struct OutboundRequest: Sendable {
     public var body: [UInt8]
     /// The whole exchange (connect, send, answer) must end within this time.
     public var timeoutMs: Int
+    /// The body's media type (`Content-Type`).
+    public var contentType: String
+    /// Speak HTTP/2 (over TLS, negotiated by ALPN), as APNs requires; requests to one host then
+    /// share a connection as concurrent streams.
+    public var http2: Bool
 
-    public init(url: String, headers: [String], body: [UInt8], timeoutMs: Int) {
+    public init(url: String, headers: [String], body: [UInt8], timeoutMs: Int, contentType: String = "application/json",
+                http2: Bool = false) {
         self.url = url
         self.headers = headers
         self.body = body
         self.timeoutMs = timeoutMs
+        self.contentType = contentType
+        self.http2 = http2
     }
 }
 
@@ -104,17 +112,25 @@ public final class HTTPClient: @unchecked Sendable {
     private let state: Lock<State>
     private let userAgent: String
     private let allowInternalAddresses: Bool
+    private let caFile: String?
+    private let httpsOnly: Bool
 
     /// `maxConnections`: connections kept open for reuse, across every host.
     /// `allowInternalAddresses`: connect to loopback, private and other internal addresses too
-    /// (tests, closed networks).
-    public init(userAgent: String, maxConnections: Int = 256, allowInternalAddresses: Bool = false) {
+    /// (tests, closed networks). `caFile`: a PEM file of certificate authorities trusted besides
+    /// the system's (`HERALD_DELIVERY_CA_FILE`). `httpsOnly`: refuse `http` URLs.
+    public init(userAgent: String, maxConnections: Int = 256, allowInternalAddresses: Bool = false, caFile: String? = nil,
+                httpsOnly: Bool = false) {
         _ = Self.initialized
         let multi = curl_multi_init()!
         _ = herald_curl_multi_set_long(multi, CURLMOPT_MAXCONNECTS, maxConnections)
+        // HTTP/2 requests to one host share a connection as streams
+        _ = herald_curl_multi_set_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         state = Lock(State(multi: multi))
         self.userAgent = userAgent
         self.allowInternalAddresses = allowInternalAddresses
+        self.caFile = caFile
+        self.httpsOnly = httpsOnly
     }
 
     deinit {
@@ -210,14 +226,20 @@ public final class HTTPClient: @unchecked Sendable {
         curl_easy_reset(handle)
         var headers: UnsafeMutablePointer<curl_slist>?
         // No `Expect: 100-continue` round trip before larger bodies.
-        for line in request.headers + ["Expect:", "Content-Type: application/json"] {
+        for line in request.headers + ["Expect:", "Content-Type: " + request.contentType] {
             headers = curl_slist_append(headers, line)
         }
         transfer.headers = headers
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         var code = herald_curl_set_pointer(handle, CURLOPT_URL, request.url)
         guard code == CURLE_OK else { return .other("the URL is not valid") }
-        code = herald_curl_set_pointer(handle, CURLOPT_PROTOCOLS_STR, "http,https")
+        code = herald_curl_set_pointer(handle, CURLOPT_PROTOCOLS_STR, httpsOnly ? "https" : "http,https")
+        if request.http2 {
+            _ = herald_curl_set_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+            _ = herald_curl_set_long(handle, CURLOPT_PIPEWAIT, 1)   // wait for a connection to multiplex on
+        }
+        // the system's authorities stay trusted through the default CA path
+        if let caFile { _ = herald_curl_set_pointer(handle, CURLOPT_CAINFO, caFile) }
         _ = herald_curl_set_pointer(handle, CURLOPT_USERAGENT, userAgent)
         _ = herald_curl_set_long(handle, CURLOPT_NOSIGNAL, 1)
         _ = herald_curl_set_long(handle, CURLOPT_TCP_KEEPALIVE, 1)
@@ -273,7 +295,7 @@ public final class HTTPClient: @unchecked Sendable {
             }
             _ = herald_curl_set_pointer(handle, CURLOPT_OPENSOCKETDATA, context)
         }
-        return code == CURLE_OK ? nil : .other("the URL's scheme is not http or https")
+        return code == CURLE_OK ? nil : .other(httpsOnly ? "the URL's scheme is not https" : "the URL's scheme is not http or https")
     }
 
     private func finish(_ handle: UnsafeMutableRawPointer, _ transfer: Transfer, code: CURLcode) -> OutboundResponse {
