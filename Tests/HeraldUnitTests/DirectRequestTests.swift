@@ -144,14 +144,7 @@ struct DirectRequestTests {
         #expect(authorization.hasSuffix("k=" + Base64URL.encode(try #require(vapid.p256PublicPoint))))
 
         // the browser decrypts the job, without its devices
-        let body = request.body
-        let salt = Array(body[0..<16]), length = Int(body[20]), sender = Array(body[21..<(21 + length)])
-        let senderKey = try #require(PublicKey.p256(point: sender))
-        let shared = try #require(browser.sharedSecret(with: senderKey))
-        let ikm = Secrets.hkdfSHA256(salt: auth, inputKey: shared, info: Array("WebPush: info".utf8) + [0] + point + sender, length: 32)
-        let cek = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: aes128gcm".utf8) + [0], length: 16)
-        let nonce = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: nonce".utf8) + [0], length: 12)
-        let plain = try #require(Secrets.aes128GCMOpen(key: cek, nonce: nonce, sealed: Array(body[(21 + length)...])))
+        let plain = try #require(PushProtocolTests.open(request.body, receiver: browser, authSecret: auth))
         let job = try Self.object(Array(plain.dropLast()))
         #expect(job["id"] as? String == "j42" && job["devices"] == nil && job["notification"] != nil)
 

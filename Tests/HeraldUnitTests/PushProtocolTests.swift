@@ -41,22 +41,28 @@ struct PushProtocolTests {
         let first = try #require(WebPushEncryption.encrypt(message, for: subscription))
         let second = try #require(WebPushEncryption.encrypt(message, for: subscription))
         #expect(first != second && Array(first.prefix(16)) != Array(second.prefix(16)))
-        // RFC 8291 §3.4 from the receiver's side
-        let salt = Array(first[0..<16]), keyLength = Int(first[20]), senderPoint = Array(first[21..<(21 + keyLength)])
-        let senderKey = try #require(PublicKey.p256(point: senderPoint))
-        let shared = try #require(receiver.sharedSecret(with: senderKey))
-        let ikm = Secrets.hkdfSHA256(salt: subscription.authSecret, inputKey: shared,
-                                     info: Array("WebPush: info".utf8) + [0] + point + senderPoint, length: 32)
-        let cek = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: aes128gcm".utf8) + [0], length: 16)
-        let nonce = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: nonce".utf8) + [0], length: 12)
-        let opened = try #require(Secrets.aes128GCMOpen(key: cek, nonce: nonce, sealed: Array(first[(21 + keyLength)...])))
+        let opened = try #require(Self.open(first, receiver: receiver, authSecret: subscription.authSecret))
         #expect(opened == message + [2])
         var tampered = first
         tampered[tampered.count - 1] ^= 1
-        #expect(Secrets.aes128GCMOpen(key: cek, nonce: nonce, sealed: Array(tampered[(21 + keyLength)...])) == nil)
+        #expect(Self.open(tampered, receiver: receiver, authSecret: subscription.authSecret) == nil)
         // not a point of the curve, or a wrong auth secret size: nothing
         #expect(WebPushEncryption.encrypt(message, for: .init(publicPoint: [4] + Array(repeating: 1, count: 64), authSecret: Secrets.randomBytes(16))) == nil)
         #expect(WebPushEncryption.encrypt(message, for: .init(publicPoint: point, authSecret: [1, 2])) == nil)
+    }
+
+    /// RFC 8291 §3.4 from the receiver's side: the plaintext of an `aes128gcm` body with its
+    /// padding delimiter, or nil when it does not open.
+    static func open(_ body: [UInt8], receiver: PrivateKey, authSecret: [UInt8]) -> [UInt8]? {
+        guard body.count > 21, let point = receiver.p256PublicPoint else { return nil }
+        let salt = Array(body[0..<16]), length = Int(body[20])
+        guard body.count > 21 + length, let sender = PublicKey.p256(point: Array(body[21..<(21 + length)])),
+              let shared = receiver.sharedSecret(with: sender) else { return nil }
+        let ikm = Secrets.hkdfSHA256(salt: authSecret, inputKey: shared,
+                                     info: Array("WebPush: info".utf8) + [0] + point + Array(body[21..<(21 + length)]), length: 32)
+        let cek = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: aes128gcm".utf8) + [0], length: 16)
+        let nonce = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: nonce".utf8) + [0], length: 12)
+        return Secrets.aes128GCMOpen(key: cek, nonce: nonce, sealed: Array(body[(21 + length)...]))
     }
 
     @Test("HKDF-SHA256 matches RFC 5869's test case 1")
