@@ -217,7 +217,8 @@ struct DeliveryTests {
         defer { receiver.stop() }
         let app = try app(members: ["alice", "bob", "carol"])
         for (uid, id, platform, token) in [("bob", "iphone", "apns", "dead-1"), ("bob", "ipad", "apns", "live-2"), ("bob", "pixel", "fcm", "live-3"),
-                                           ("bob", "browser", "webpush", "https://push.example/1"), ("carol", "browser", "webpush", "https://push.example/2")] {
+                                           ("bob", "browser", "webpush", Events.webPushToken("https://push.example/1")),
+                                           ("carol", "browser", "webpush", Events.webPushToken("https://push.example/2"))] {
             var body: [String: Any] = ["platform": platform, "token": token]
             if platform == "apns" { body["topic"] = "com.example.chat" }
             #expect(try client.send("PUT", "/v1/users/\(uid)/devices/\(id)", token: app.serverKey, headers: ["Content-Type": "application/json"],

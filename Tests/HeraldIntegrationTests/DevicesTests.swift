@@ -31,7 +31,7 @@ struct DevicesTests {
         #expect(phone.status == 200, "\(phone.text)")
         #expect(phone.json["id"] as? String == "phone" && phone.json["token"] as? String == "aa11" && phone.json["sandbox"] as? Bool == true)
         let created = try #require(phone.json["createdAt"] as? Int)
-        #expect(try put(app, "alice", "web", ["platform": "webpush", "token": "https://push.example/x"]).status == 200)
+        #expect(try put(app, "alice", "web", ["platform": "webpush", "token": Events.webPushToken("https://push.example/x")]).status == 200)
         let replaced = try put(app, "alice", "phone", ["platform": "fcm", "token": "ff22"])
         #expect(replaced.json["platform"] as? String == "fcm" && replaced.json["topic"] is NSNull && replaced.json["sandbox"] as? Bool == false)
         #expect(replaced.json["createdAt"] as? Int == created && (replaced.json["updatedAt"] as? Int ?? 0) >= created)
@@ -42,7 +42,12 @@ struct DevicesTests {
                               (["platform": "apns", "token": String(repeating: "t", count: 4097)], "token"),
                               (["platform": "apns", "token": "x", "sandbox": "yes"], "sandbox"),
                               (["platform": "apns", "token": "x", "topic": 7], "topic"),
-                              (["platform": "apns", "token": "x", "colour": "red"], "colour")] as [([String: Any], String)] {
+                              (["platform": "apns", "token": "x", "colour": "red"], "colour"),
+                              // SPEC §13.4: a webpush token is a PushSubscription with an https endpoint and real keys
+                              (["platform": "webpush", "token": "https://push.example/x"], "token"),
+                              (["platform": "webpush", "token": Events.webPushToken("http://push.example/x")], "token"),
+                              (["platform": "webpush", "token": #"{"endpoint": "https://push.example/x", "keys": {"p256dh": "AAAA", "auth": "ZGVmZ2hpamtsbW5vcHFycw"}}"#], "token")]
+                             as [([String: Any], String)] {
             let refused = try put(app, "alice", "bad", body)
             #expect(refused.status == 400 && refused.errorParams["field"] as? String == field, "\(body): \(refused.text)")
         }
@@ -82,7 +87,7 @@ struct DevicesTests {
         // Registered after the job was made: still on it. Removed before the claim: not.
         #expect(try put(app, "alice", "phone", ["platform": "apns", "token": "tok-phone", "topic": "com.example"]).status == 200)
         #expect(try put(app, "alice", "old", ["platform": "fcm", "token": "tok-old"]).status == 200)
-        #expect(try put(app, "alice", "web", ["platform": "webpush", "token": "tok-web"]).status == 200)
+        #expect(try put(app, "alice", "web", ["platform": "webpush", "token": Events.webPushToken("https://push.example/web")]).status == 200)
         #expect(try client.delete("/v1/users/alice/devices/old", token: app.serverKey).status == 204)
         let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 10}"#)
         let jobs = claimed.json["jobs"] as? [[String: Any]] ?? []
@@ -117,7 +122,7 @@ struct DevicesTests {
             + Base64URL.encode(Array(#"{"sub":"dana","app":"\#(app.id)","exp":\#(now + 600)}"#.utf8))
         let token = input + "." + Base64URL.encode(Secrets.hmacSHA256(key: secret, message: Array(input.utf8)))
         let put = try client.send("PUT", "/v1/me/devices/laptop", token: token, headers: ["Content-Type": "application/json"],
-                                  body: Array(#"{"platform": "webpush", "token": "dana-web"}"#.utf8))
+                                  body: Array(Events.json(["platform": "webpush", "token": Events.webPushToken("https://push.example/dana")]).utf8))
         #expect(put.status == 200, "\(put.text)")
         #expect(try devices(app, "dana").map { $0["id"] as? String } == ["laptop"])
         #expect(try client.send("DELETE", "/v1/me/devices/laptop", token: token).status == 204)

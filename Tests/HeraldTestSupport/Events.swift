@@ -3,6 +3,12 @@ import Testing
 
 /// Builds CloudEvents JSON for the ingest tests.
 enum Events {
+    /// A browser's PushSubscription as a `webpush` device token (SPEC §13.4): a real P-256 point
+    /// and auth secret, any `endpoint`.
+    static func webPushToken(_ endpoint: String) -> String {
+        #"{"endpoint": "\#(endpoint)", "keys": {"p256dh": "BFFcPW6545a5BNP-yn9U_c0MwemXvzddylFa0KbDtANfRTa-OlDzGPv5pUdZAqIhUCvvDVfgjFOyzApW8X2fk1Q", "auth": "ZGVmZ2hpamtsbW5vcHFycw"}}"#
+    }
+
     static func json(_ value: Any) -> String {
         let data = try! JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)

@@ -30,6 +30,12 @@ enum DevicesAPI {
         guard case .string(let token)? = body["token"], (1...4096).contains(token.unicodeScalars.count) else {
             throw HTTPError.badRequest("token must be 1-4096 characters", field: "token", params: ["min": 1, "max": 4096])
         }
+        // SPEC §13.4: a browser's token is its PushSubscription, which Herald encrypts for
+        if platform == "webpush", DirectRequests.subscription(token: token) == nil {
+            throw HTTPError.badRequest("a webpush token is the browser's PushSubscription as JSON text: "
+                                       + #"{"endpoint": "https://…", "keys": {"p256dh": "<P-256 point>", "auth": "<16 bytes>"}} (base64url)"#,
+                                       field: "token")
+        }
         var topic: String?
         switch body["topic"] {
         case nil, .null?: topic = nil
