@@ -59,22 +59,9 @@ if [ -z "${DATABASE_URL:-}" ]; then
 fi
 export DATABASE_URL
 
-# schemathesis, in a venv rebuilt whenever the requirements change.
+# schemathesis and the rest, in a venv rebuilt whenever the requirements change.
 venv=${HERALD_VENV:-$root/.build/venv}
-requirements="$root/scripts/requirements-test.txt"
-if ! cmp -s "$requirements" "$venv/.requirements" || [ ! -x "$venv/bin/st" ] || [ ! -x "$venv/bin/openapi-spec-validator" ]; then
-  echo "contract: installing schemathesis into $venv" >&2
-  rm -rf "$venv"
-  if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
-    # Debian's own python3 keeps venv's pip bootstrap in a separate package.
-    echo "contract: installing python3-venv" >&2
-    SUDO=$([ "$(id -u)" -eq 0 ] || echo sudo)
-    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
-  fi
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$venv/.requirements"
-fi
+"$root/scripts/venv.sh" "$venv"
 
 # The document is valid OpenAPI 3.1 before anything is generated from it.
 "$venv/bin/openapi-spec-validator" "$root/openapi/openapi.json" >&2

@@ -21,6 +21,10 @@ export DATABASE_URL
 export HERALD_TESTS_REQUIRE_DATABASE=1
 export HERALD_PG_SCRIPT="$PWD/scripts/pg.sh"
 swift build --build-tests
+# The Python stand-ins for APNs, FCM and Web Push that the Swift tests start (direct delivery,
+# checked by h2, http_ece and PyJWT) run in the test venv.
+scripts/venv.sh
+export HERALD_TEST_PYTHON="${HERALD_VENV:-$PWD/.build/venv}/bin/python"
 # The operations files against the code (seconds): variables, the image's packages (ldd, dpkg -S),
 # the /v1/me part of the OpenAPI file, the alert rules and the dashboard (promtool).
 python3 scripts/ops-check.py "$(swift build --show-bin-path)/herald"

@@ -88,6 +88,9 @@ final class LineReader: Sendable {
         }
     }
 
+    /// Every line read so far.
+    var all: [String] { lines.all }
+
     func firstLine(containing text: String, seconds: Double) -> String? {
         var found: String?
         _ = eventually(seconds: seconds) {

@@ -14,6 +14,9 @@ final class TestEnvironment: Sendable {
     /// `make test` sets HERALD_TESTS_REQUIRE_DATABASE: there they run, and fail if it is missing.
     static let hasDatabase = ProcessInfo.processInfo.environment["DATABASE_URL"] != nil
         || ProcessInfo.processInfo.environment["HERALD_TESTS_REQUIRE_DATABASE"] != nil
+    /// A python3 with h2, http_ece and PyJWT (`HERALD_TEST_PYTHON`; make test sets it to the
+    /// test venv's), for the receivers that check direct delivery (scripts/push_receivers.py).
+    static let pushPython = ProcessInfo.processInfo.environment["HERALD_TEST_PYTHON"]
     static let skipped: Comment = "needs PostgreSQL: DATABASE_URL is not set (make test starts a cluster and sets it)"
 
     let server: HeraldServer

@@ -138,6 +138,23 @@ enum DirectRequests {
                                body: json(.object(["message": .object(message)])), timeoutMs: timeoutMs)
     }
 
+    /// The access token request of Google's JWT bearer grant (RFC 7523 §2.1): the assertion
+    /// POSTed form-encoded to the service account's `token_uri`.
+    static func fcmTokenRequest(assertion: String, tokenURI: String, timeoutMs: Int) -> OutboundRequest {
+        // a JWS is base64url and dots: nothing in it needs escaping in a form
+        let body = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
+        return OutboundRequest(url: tokenURI, headers: [], body: Array(body.utf8), timeoutMs: timeoutMs,
+                               contentType: "application/x-www-form-urlencoded")
+    }
+
+    /// The token endpoint's answer: the access token and its lifetime in seconds.
+    static func fcmAccessToken(_ response: OutboundResponse) -> (token: String, expiresIn: Int)? {
+        guard response.failure == nil, response.status == 200, case .object(let object)? = try? JSONParser.parse(response.body),
+              case .string(let token)? = object["access_token"], !token.isEmpty else { return nil }
+        let expires: Int = if case .int(let seconds)? = object["expires_in"] { seconds } else { 3600 }
+        return (token, expires)
+    }
+
     /// FCM's answer (SPEC §13.4): 404, or 400 UNREGISTERED or an INVALID_ARGUMENT about the token,
     /// removes the device; 401 renews the access token.
     static func fcmOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
