@@ -26,6 +26,7 @@ public struct RequestPipeline: Sendable {
         PinsAPI.register(in: &router)
         InboxAPI.register(in: &router)
         PreferencesAPI.register(in: &router)
+        WebPushKeysAPI.register(in: &router)
         ConversationLevelsAPI.register(in: &router)
         JobsAPI.register(in: &router)
         RoutingAPI.register(in: &router)
