@@ -127,6 +127,13 @@ struct DigestTests {
         try app.ingest([Events.message("r6", id: "r6", sender: "alice", parent: "p", at: now + 6, text: "again")], client: client)
         let again = try app.claimAll(client: client).filter { $0["recipient"] as? String == "bob" }
         #expect(again.map(Self.key) == ["bob/reply/r6"], "\(again.map(Self.key))")
+
+        // bob reads the thread on his phone: his other devices remove what they show under the
+        // thread's id (the pushes that opened his windows, and the digest) with the replies' own
+        #expect(try client.post("/v1/users/bob/threads/p/read", token: app.serverKey, json: #"{"deviceId": "phone"}"#).status == 200)
+        let clear = try #require(try app.claimAll(client: client).first { $0["kind"] as? String == "clear" && $0["recipient"] as? String == "bob" })
+        let ids = try #require(Self.data(clear)["collapseIds"] as? [String])
+        #expect(ids.first == "p" && Set(ids) == ["p", "r6", "r3", "r1"], "\(ids)")
     }
 
     @Test("nothing is sent when the held replies were read or deleted, or a quiet rule now applies; explain says which")
