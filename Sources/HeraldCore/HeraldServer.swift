@@ -67,8 +67,7 @@ public final class HeraldServer: Sendable {
             maxConnections: configuration.maxConnections, connectionTimeoutSeconds: configuration.idleTimeoutSeconds,
             headerTimeoutSeconds: configuration.headerTimeoutSeconds, maxBodyBytes: configuration.maxBodyBytes)) { request in service.respond(request) }
         maintenance = Maintenance(database: database, retentionDays: configuration.dedupeRetentionDays, logger: logger)
-        digests = DigestCloser(database: database, logger: logger, pauseAfterDecidingMs: configuration.testDigestPauseMs,
-                               pauseApp: configuration.testDigestPauseApp)
+        digests = DigestCloser(database: database, logger: logger, pauseAfterDecidingMs: configuration.testDigestPauseMs)
         // The workers first, then the listener; the long-poll waiters last, so that they are the
         // first stopped: their long polls are answered before the listener drains.
         components = [maintenance, fanout, digests, service.services.inboxRefresher, delivery,

@@ -6,35 +6,38 @@ import Testing
 
 /// SPEC §17: a digest window's end is acted on exactly once, even across a crash. A Herald that
 /// has decided the digests of a burst is SIGKILLed before it writes them; another instance then
-/// sends each recipient's digest once — none from the killed one, none twice.
+/// sends each recipient's digest once — none from the killed one, none twice. In a database of
+/// its own: every Herald on a database acts on its windows, and the other suites run some.
 @Suite("Digests under SIGKILL", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct DigestCrashTests {
     @Test("a SIGKILL between deciding and writing the digests: another instance sends each one, once")
     func killBetweenDecidingAndWriting() throws {
         let environment = try TestEnvironment.shared()
-        let databaseURL = try #require(environment.server.service.services.configuration.databaseURL)
+        let base = try #require(environment.server.service.services.configuration.databaseURL)
+        let name = "digest_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try environment.connection()
+        try admin.queryOnce("CREATE DATABASE \(name)")
+        defer { _ = try? admin.queryOnce("DROP DATABASE \(name) WITH (FORCE)") }
+        let databaseURL = base.replacingOccurrences(of: "/herald?", with: "/\(name)?")
+        try #require(databaseURL != base)
+
+        let first = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_TEST_DIGEST_PAUSE_MS": "60000"])
         let members = (0..<20).map { "u\($0)" }
-        let app = try environment.makeApp(prefix: "digestcrash")
-        try app.patch("/v1/settings/notifications", #"{"replyDigestSeconds": {"value": 5, "userCanOverride": true}}"#,
-                      client: environment.client)
-        #expect(try app.setMembers("g1", members, client: environment.client).status == 200)
-        // this process's own server leaves the app's windows to the two below
-        environment.server.digests.leave(app: app.id)
-        defer { environment.server.digests.leave(app: app.id, false) }
-        let first = try ServerProcess(databaseURL: databaseURL,
-                                      environment: ["HERALD_TEST_DIGEST_PAUSE_MS": "60000", "HERALD_TEST_DIGEST_PAUSE_APP": app.id])
+        let app = try environment.makeApp(prefix: "digestcrash", client: first.client)
+        try app.patch("/v1/settings/notifications", #"{"replyDigestSeconds": {"value": 5, "userCanOverride": true}}"#, client: first.client)
+        #expect(try app.setMembers("g1", members, client: first.client).status == 200)
         let now = nowMilliseconds()
-        try app.ingest([Events.message("p", id: "p", sender: "u0", at: now, text: "p")], client: environment.client)
+        try app.ingest([Events.message("p", id: "p", sender: "u0", at: now, text: "p")], client: first.client)
         for index in 1...3 {
             try app.ingest([Events.message("r\(index)", id: "r\(index)", sender: "u0", parent: "p", at: now + Int64(index), text: "r\(index)")],
-                           client: environment.client)
+                           client: first.client)
         }
-        let decided = first.output.firstLine(containing: "digest windows decided", seconds: 20)
+        let decided = first.output.firstLine(containing: "digest windows decided", seconds: 30)
         try #require(decided != nil, "the first instance never reached the pause")
         first.signal(SIGKILL)
         _ = first.wait()
 
-        let connection = try environment.connection()
+        let connection = try PostgresConnection(connectionString: databaseURL)
         func digests() throws -> [(recipient: String, count: Int)] {
             try connection.query("SELECT recipient, digest_count FROM job_rows WHERE app = $1 AND kind = 'digest' ORDER BY recipient",
                                  [app.id]).map { (try $0.decode("recipient"), try $0.decode("digest_count")) }

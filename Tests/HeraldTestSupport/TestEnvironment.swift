@@ -65,8 +65,10 @@ final class TestEnvironment: Sendable {
         try PostgresConnection(connectionString: server.service.services.configuration.databaseURL!)
     }
 
-    /// Creates a fresh app with one key per role, so that each test has its own tenant.
-    func makeApp(prefix: String = "app") throws -> TestApp {
+    /// Creates a fresh app with one key per role, so that each test has its own tenant (through
+    /// `client`, another server's, or this environment's).
+    func makeApp(prefix: String = "app", client: HTTPClient? = nil) throws -> TestApp {
+        let client = client ?? self.client
         let id = "\(prefix)-\(UUID().uuidString.prefix(12).lowercased())"
         let created = try client.post("/v1/apps", token: Self.adminToken, json: #"{"id":"\#(id)"}"#)
         guard created.status == 201 else { throw TestSetupError(message: "create app: \(created.status) \(created.text)") }

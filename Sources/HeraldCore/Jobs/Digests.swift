@@ -81,16 +81,10 @@ public final class DigestCloser: Sendable {
     /// Test hook (`HERALD_TEST_DIGEST_PAUSE_MS`): a pause after deciding, before writing, for a
     /// test that kills Herald there.
     let pauseAfterDecidingMs: Int
-    /// …in a pass that closes windows of this app (nil: any pass).
-    let pauseApp: String?
-    /// Tests: apps whose windows this instance leaves to others.
-    private let left = Mutex<[String]>([])
     private let loop = BackgroundLoop(label: "herald.digests", qos: .userInitiated, firstWait: .again)
     static let batch = 1000
 
-    public init(database: PostgresPool, logger: Logger, intervalSeconds: Double = 0.5, pauseAfterDecidingMs: Int = 0,
-                pauseApp: String? = nil) {
-        self.pauseApp = pauseApp
+    public init(database: PostgresPool, logger: Logger, intervalSeconds: Double = 0.5, pauseAfterDecidingMs: Int = 0) {
         self.database = database
         self.logger = logger
         self.intervalSeconds = intervalSeconds
@@ -110,15 +104,6 @@ public final class DigestCloser: Sendable {
 
     public func stop() { loop.stop(timeout: 10) }
 
-    /// Tests: this instance stops (or, `false`, resumes) acting on the windows of `app`, so that
-    /// another one does.
-    public func leave(app: String, _ flag: Bool = true) {
-        left.withLock { apps in
-            apps.removeAll { $0 == app }
-            if flag { apps.append(app) }
-        }
-    }
-
     /// One pass over up to `batch` windows that ended; returns how many it closed.
     @discardableResult
     public func runOnce() throws -> Int {
@@ -127,7 +112,7 @@ public final class DigestCloser: Sendable {
                 WITH due AS (
                     SELECT w.app, w.thread_id, w.uid, w.opened_at, w.ends_at, w.opened_by, w.max_age_ms
                       FROM digest_windows w
-                     WHERE w.closed_at IS NULL AND w.ends_at <= herald_now_ms() AND w.app <> ALL ($2::text[])
+                     WHERE w.closed_at IS NULL AND w.ends_at <= herald_now_ms()
                      ORDER BY w.ends_at LIMIT $1
                        FOR UPDATE SKIP LOCKED
                 ), held AS (
@@ -160,7 +145,7 @@ public final class DigestCloser: Sendable {
                   FROM held h
                   LEFT JOIN messages m ON m.app = h.app AND m.id = h.latest[1]
                   LEFT JOIN subscriptions s ON s.app = h.app AND s.uid = h.uid AND s.thread_id = h.thread_id
-                """, [Self.batch, left.withLock { $0 }])
+                """, [Self.batch])
             guard !rows.isEmpty else { return 0 }
             var settings: [String: AppSettings] = [:]
             var closes: [Close] = []
@@ -193,7 +178,7 @@ public final class DigestCloser: Sendable {
                                       privacy: Fanout.privacy(settings: appSettings, preferences: preferences),
                                       count: count, messageIDs: latest.reversed(), senders: senders))
             }
-            if pauseAfterDecidingMs > 0, pauseApp == nil || closes.contains(where: { $0.app == pauseApp }) {
+            if pauseAfterDecidingMs > 0 {
                 logger.info("digest windows decided", ["windows": .int(closes.count), "digests": .int(jobs.count)])
                 usleep(UInt32(pauseAfterDecidingMs) * 1000)
             }
