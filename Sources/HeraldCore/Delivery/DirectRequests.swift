@@ -40,13 +40,15 @@ enum DirectRequests {
 
     /// The job as pushed inside a provider's payload: its JSON without `notification` and
     /// `devices` (SPEC §13.4's `herald` member).
-    static func heraldObject(_ job: JobPayload) -> JSONValue {
+    static func heraldObject(_ job: JobPayload) -> JSONValue { .object(jobObject(job, without: ["notification", "devices"])) }
+
+    /// The job's JSON (SPEC §9) as an object, without the members named.
+    static func jobObject(_ job: JobPayload, without members: [String]) -> [String: JSONValue] {
         var writer = JSONWriter(reservingCapacity: 1024)
         job.write(to: &writer)
-        guard case .object(var object)? = try? JSONParser.parse(Array(writer.text.utf8)) else { return .object([:]) }
-        object["notification"] = nil
-        object["devices"] = nil
-        return .object(object)
+        guard case .object(var object)? = try? JSONParser.parse(Array(writer.text.utf8)) else { return [:] }
+        for name in members { object[name] = nil }
+        return object
     }
 
     static func json(_ value: JSONValue) -> [UInt8] {
@@ -215,11 +217,7 @@ enum DirectRequests {
         guard let (endpoint, keys) = subscription(token: device.token),
               let authorization = SignedToken.vapid(key: credentials.key, audience: origin(of: endpoint), subject: credentials.subject,
                                                     issuedAt: nowSeconds) else { return nil }
-        var writer = JSONWriter(reservingCapacity: 1024)
-        job.write(to: &writer)
-        guard case .object(var object)? = try? JSONParser.parse(Array(writer.text.utf8)) else { return nil }
-        object["devices"] = nil
-        guard let body = WebPushEncryption.encrypt(json(.object(object)), for: keys) else { return nil }
+        guard let body = WebPushEncryption.encrypt(json(.object(jobObject(job, without: ["devices"]))), for: keys) else { return nil }
         var headers = ["Content-Encoding: aes128gcm", "TTL: 86400", "Urgency: \(isSilent(job) ? "normal" : "high")",
                        "Authorization: \(authorization)"]
         let topic = String(Base64URL.encode(Array(job.collapseID.utf8)).prefix(32))

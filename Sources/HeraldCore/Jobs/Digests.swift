@@ -116,7 +116,7 @@ public final class DigestCloser: Sendable {
                      ORDER BY w.ends_at LIMIT $1
                        FOR UPDATE SKIP LOCKED
                 ), held AS (
-                    SELECT d.*, s.read_at, s.read_id, h.*
+                    SELECT d.*, s.read_at, s.read_id, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, h.*
                       FROM due d
                       LEFT JOIN subscriptions s ON s.app = d.app AND s.uid = d.uid AND s.thread_id = d.thread_id
                      CROSS JOIN LATERAL (
@@ -131,20 +131,13 @@ public final class DigestCloser: Sendable {
                        array_to_json(h.latest)::text AS latest, array_to_json(h.senders)::text AS senders,
                        m.id AS message_id, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at, m.category, m.send_notification,
                        m.conversation_id,
-                       CASE WHEN m.group_id IS NULL THEN h.uid IN (m.user_a, m.user_b)
-                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                            WHERE g.app = h.app AND g.group_id = m.group_id AND g.uid = h.uid), false) END AS has_access,
-                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                       (SELECT cl.level FROM conversation_levels cl
-                         WHERE cl.app = h.app AND cl.uid = h.uid AND cl.conversation_id = m.conversation_id) AS level,
+                       \(PinsAPI.access("m", uid: "h.uid")) AS has_access,
+                       h.subscribed, h.since, h.manual_at, h.unsubscribed_at, h.tracked,
+                       \(Fanout.levelOf(uid: "h.uid", conversation: "m.conversation_id", app: "h.app")) AS level,
                        (SELECT up.preferences::text FROM user_preferences up WHERE up.app = h.app AND up.uid = h.uid) AS preferences,
-                       (SELECT mu.until FROM user_mutes mu
-                         WHERE mu.app = h.app AND mu.uid = h.uid
-                           AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                           AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until
+                       \(Fanout.mutedUntilOf(uid: "h.uid", group: "m.group_id", other: "m.sender", app: "h.app")) AS muted_until
                   FROM held h
                   LEFT JOIN messages m ON m.app = h.app AND m.id = h.latest[1]
-                  LEFT JOIN subscriptions s ON s.app = h.app AND s.uid = h.uid AND s.thread_id = h.thread_id
                 """, [Self.batch])
             guard !rows.isEmpty else { return 0 }
             var settings: [String: AppSettings] = [:]
@@ -167,9 +160,9 @@ public final class DigestCloser: Sendable {
                     continue
                 }
                 close.outcome = "sent"
-                let latest = try Self.strings(row.decode("latest"))
+                let latest = try JobPayload.strings(row.decode("latest"))
                 var senders: [String] = []
-                for sender in try Self.strings(row.decode("senders")) where !senders.contains(sender) {
+                for sender in try JobPayload.strings(row.decode("senders")) where !senders.contains(sender) {
                     senders.append(sender)
                     if senders.count == DigestJob.maxSenders { break }
                 }
@@ -196,13 +189,7 @@ public final class DigestCloser: Sendable {
         }
     }
 
-    /// A JSON array of strings (`array_to_json(…)::text`).
-    static func strings(_ text: String?) throws -> [String] {
-        guard let text, case .array(let items) = try JSONParser.parse(Array(text.utf8)) else { return [] }
-        return items.compactMap { if case .string(let value) = $0 { value } else { nil } }
-    }
-
-    /// A JSON array of strings, for `herald_json_strings`-style unpacking in SQL.
+    /// A JSON array of strings, unpacked in SQL with `jsonb_array_elements_text`.
     static func json(_ strings: [String]) -> String {
         var writer = JSONWriter()
         writer.array(strings: strings)

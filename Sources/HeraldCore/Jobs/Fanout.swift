@@ -43,10 +43,7 @@ struct Fanout {
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
                    \(Self.levelOf(uid: "mn.uid", conversation: "m.conversation_id")) AS level,
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid) AS preferences,
-                   (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = mn.uid
-                       AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until
+                   \(Fanout.mutedUntilOf(uid: "mn.uid", group: "m.group_id", other: "m.sender")) AS muted_until
               FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS x(id, at, n)
               JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
               JOIN mentions mn ON mn.app = $1 AND mn.message_id = x.id AND mn.at = x.at
@@ -177,10 +174,7 @@ struct Fanout {
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
                                                        AND mn.at = c.sent_at AND mn.uid = c.uid) AS mentioned,
                    up.preferences::text AS preferences,
-                   (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = c.uid
-                       AND mu.conversation_type = CASE WHEN c.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(c.group_id, c.sender)) AS muted_until
+                   \(Fanout.mutedUntilOf(uid: "c.uid", group: "c.group_id", other: "c.sender")) AS muted_until
               FROM candidates c
               LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
               LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
@@ -273,8 +267,19 @@ struct Fanout {
 
     /// The SQL of one recipient's level for a conversation (`uid` and `conversation` are SQL
     /// expressions), for the paths that route one recipient at a time.
-    static func levelOf(uid: String, conversation: String) -> String {
-        "(SELECT cl.level FROM conversation_levels cl WHERE cl.app = $1 AND cl.uid = \(uid) AND cl.conversation_id = \(conversation))"
+    static func levelOf(uid: String, conversation: String, app: String = "$1") -> String {
+        "(SELECT cl.level FROM conversation_levels cl WHERE cl.app = \(app) AND cl.uid = \(uid) AND cl.conversation_id = \(conversation))"
+    }
+
+    /// The SQL of the end of one recipient's mute of a message's conversation (SPEC §7.3): a
+    /// group's by its id, a one-on-one chat's by the other user (`other`: the sender, the reactor).
+    static func mutedUntilOf(uid: String, group: String, other: String, app: String = "$1") -> String {
+        """
+        (SELECT mu.until FROM user_mutes mu
+          WHERE mu.app = \(app) AND mu.uid = \(uid)
+            AND mu.conversation_type = CASE WHEN \(group) IS NULL THEN 'oneOnOne' ELSE 'group' END
+            AND mu.conversation_id = coalesce(\(group), \(other)))
+        """
     }
 
     /// The decision's input for one recipient of a message.

@@ -429,18 +429,22 @@ extension JobPayload {
         }
         if try row.decode("job_kind", as: String?.self) == "digest" {
             digest = Digest(count: try row.decode("digest_count", as: Int?.self) ?? 0,
-                            messageIDs: try DigestCloser.strings(row.decode("clear_ids")),
-                            senders: try DigestCloser.strings(row.decode("digest_senders")))
+                            messageIDs: try Self.strings(row.decode("clear_ids")),
+                            senders: try Self.strings(row.decode("digest_senders")))
         }
         opensDigest = try row.decode("opened_digest", as: Bool?.self) ?? false
         if try row.decode("job_kind", as: String?.self) == "update" { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
         if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
-            var ids: [String] = []
-            if let text = try row.decode("clear_ids", as: String?.self), case .array(let items) = try JSONParser.parse(Array(text.utf8)) {
-                ids = items.compactMap { if case .string(let id) = $0 { id } else { nil } }
-            }
-            removal = Removal(kind: kind, collapseIds: ids)
+            removal = Removal(kind: kind, collapseIds: try Self.strings(row.decode("clear_ids")))
         }
+    }
+}
+
+extension JobPayload {
+    /// The strings of a JSON array (`array_to_json(…)::text` of a text[] column); none for NULL.
+    static func strings(_ text: String?) throws -> [String] {
+        guard let text, case .array(let items) = try JSONParser.parse(Array(text.utf8)) else { return [] }
+        return items.compactMap { if case .string(let value) = $0 { value } else { nil } }
     }
 }
 

@@ -35,10 +35,7 @@ enum RoutingAPI {
                        s.subscribed,
                        EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = $2) AS mentioned,
                        (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
-                       (SELECT mu.until FROM user_mutes mu
-                         WHERE mu.app = $1 AND mu.uid = $2
-                           AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                           AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
+                       \(Fanout.mutedUntilOf(uid: "$2", group: "m.group_id", other: "m.sender")) AS muted_until,
                        (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                          WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id AND j.event_id IS NULL
                          ORDER BY j.id LIMIT 1) AS job,
@@ -136,10 +133,7 @@ extension RoutingAPI {
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
                    \(Fanout.levelOf(uid: "$2", conversation: "m.conversation_id")) AS level,
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
-                   (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = $2
-                       AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
+                   \(Fanout.mutedUntilOf(uid: "$2", group: "m.group_id", other: "m.sender")) AS muted_until,
                    (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                      WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = m.id
                        AND j.event_source = v.event_source AND j.event_id = v.event_id
@@ -212,10 +206,7 @@ extension RoutingAPI {
                                          FROM group_members g WHERE g.app = $1 AND g.group_id = r.group_id AND g.uid = $2), false) END AS has_access,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = $2) AS preferences,
-                   (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = $2
-                       AND mu.conversation_type = CASE WHEN r.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                       AND mu.conversation_id = coalesce(r.group_id, r.reactor)) AS muted_until,
+                   \(Fanout.mutedUntilOf(uid: "$2", group: "r.group_id", other: "r.reactor")) AS muted_until,
                    (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason, 'state', j.state)::text FROM jobs j
                      WHERE j.app = $1 AND j.recipient = $2 AND j.message_id = r.message_id AND j.subject_id = r.id
                        AND j.kind = 'reaction' ORDER BY j.id LIMIT 1) AS job,
