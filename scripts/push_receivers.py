@@ -16,7 +16,10 @@ with libraries Herald did not write (SPEC §13.4, issue 38):
 Writes DIR/ca.pem (a test certificate authority for HERALD_DELIVERY_CA_FILE) and DIR/ports.json,
 prints "ready", then one JSON line per request: {"service", "ok", "error", "path", "headers",
 "body"}. A device token `bad` answers APNs' 400 BadDeviceToken, `gone` FCM's 404 UNREGISTERED and
-the Web Push path `/push/gone` 410.
+the Web Push path `/push/gone` 410. APNs' token `flaky` answers 503 the first time, `expire`
+403 ExpiredProviderToken to the first provider token it sees.
+- Webhook devices: `/hook/...` checks the Standard Webhooks signature with the `standardwebhooks`
+  library against the secret in DIR/whsec.txt (written by the test once Herald showed it).
 """
 import base64
 import datetime
@@ -34,6 +37,7 @@ import h2.connection
 import h2.events
 import http_ece
 import jwt
+import standardwebhooks
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -42,6 +46,16 @@ from cryptography.x509.oid import NameOID
 DIR = sys.argv[1]
 LOCK = threading.Lock()
 ACCESS_TOKEN = "ya29.test-" + base64.urlsafe_b64encode(os.urandom(9)).decode()
+
+
+SEEN = {}   # per test token: what was answered before
+
+
+def first_time(key):
+    with LOCK:
+        seen = SEEN.get(key, False)
+        SEEN[key] = True
+        return not seen
 
 
 def report(service, ok, error=None, path="", headers=None, body=None):
@@ -164,6 +178,11 @@ def apns_connection(conn):
                     status, answer = ("403", json.dumps({"reason": "InvalidProviderToken"}).encode())
                 elif path.endswith("/bad"):
                     status, answer = ("400", json.dumps({"reason": "BadDeviceToken"}).encode())
+                elif path.endswith("/flaky") and first_time("flaky"):
+                    status, answer = ("503", json.dumps({"reason": "ServiceUnavailable"}).encode())
+                elif path.endswith("/expire") and first_time("expire:" + headers.get("authorization", "")) \
+                        and first_time("expire"):
+                    status, answer = ("403", json.dumps({"reason": "ExpiredProviderToken"}).encode())
                 report("apns", error is None, error, path, headers, body.decode(errors="replace"))
                 h2c.send_headers(event.stream_id, [(":status", status), ("apns-id", "00000000-0000-0000-0000-000000000001"),
                                                    ("content-length", str(len(answer)))], end_stream=not answer)
@@ -196,6 +215,8 @@ class Handler(BaseHTTPRequestHandler):
                 self.fcm(body, headers)
             elif self.path.startswith("/push/"):
                 self.webpush(body, headers)
+            elif self.path.startswith("/hook/"):
+                self.hook(body, headers)
             else:
                 self.answer(404)
         except Exception as exc:
@@ -262,6 +283,19 @@ class Handler(BaseHTTPRequestHandler):
             error = "%s: %s" % (type(exc).__name__, exc)
         report("webpush", error is None, error, self.path, headers, plaintext)
         self.answer(403 if error else (410 if self.path == "/push/gone" else 201), b"", "text/plain")
+
+
+    def hook(self, body, headers):
+        error = None
+        try:
+            with open(os.path.join(DIR, "whsec.txt")) as f:
+                secret = f.read().strip()
+            standardwebhooks.Webhook(secret).verify(body, {k: v for k, v in headers.items() if k.startswith("webhook-")})
+            json.loads(body)
+        except Exception as exc:
+            error = "%s: %s" % (type(exc).__name__, exc)
+        report("webhook", error is None, error, self.path, headers, body.decode(errors="replace"))
+        self.answer(401 if error else 204, b"", "text/plain")
 
 
 def main():

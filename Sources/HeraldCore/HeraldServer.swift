@@ -56,7 +56,7 @@ public final class HeraldServer: Sendable {
             connectionString: databaseURL, size: configuration.deliveryPoolSize, acquireTimeoutSeconds: 30,
             applicationName: "herald-delivery", prepareStatements: prepare))
         let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger,
-                                    allowPrivateAddresses: configuration.deliveryAllowPrivate)
+                                    allowPrivateAddresses: configuration.deliveryAllowPrivate, caFile: configuration.deliveryCAFile)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, changeWaiter: changeWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),

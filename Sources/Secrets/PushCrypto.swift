@@ -30,6 +30,12 @@ extension PrivateKey {
         return String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
     }
 
+    /// Whether this is an RSA key of at least 2048 bits (what RS256 needs).
+    public var isRSA2048: Bool {
+        if case .rsa(let bits)? = PublicKey(pem: publicKeyPEM)?.kind { return bits >= 2048 }
+        return false
+    }
+
     /// Whether this is a P-256 key.
     public var isP256: Bool {
         PublicKey(pem: publicKeyPEM)?.kind == .ec(curve: "prime256v1")

@@ -2,6 +2,7 @@ import Foundation
 import HeraldCore
 import HTTPServer
 import Postgres
+import Secrets
 @testable import HeraldTestSupport
 import Testing
 
@@ -44,6 +45,24 @@ struct DeliveryAddressTests {
                 #expect(refused.status == 400 && refused.errorCode == "ERR_BAD_REQUEST" && refused.errorParams["field"] as? String == "delivery.url",
                         "\(mode) \(url): \(refused.status) \(refused.text)")
             }
+        }
+        // SPEC §13.4: the same rule for direct delivery's provider endpoints and token URI
+        let key = try #require(PrivateKey.ec(curve: "P-256")).pkcs8PEM, rsa = try #require(PrivateKey.rsa(bits: 2048)).pkcs8PEM
+        for (delivery, field) in [
+            (["apns": ["teamId": "T", "keyId": "K", "privateKey": key, "endpoint": "https://10.0.0.8"]], "delivery.apns.endpoint"),
+            (["apns": ["teamId": "T", "keyId": "K", "privateKey": key, "sandboxEndpoint": "https://localhost:8443"]],
+             "delivery.apns.sandboxEndpoint"),
+            (["fcm": ["projectId": "p", "endpoint": "https://[::1]:9000", "serviceAccount": ["client_email": "a@b", "private_key": rsa]]],
+             "delivery.fcm.endpoint"),
+            (["fcm": ["projectId": "p", "serviceAccount": ["client_email": "a@b", "private_key": rsa,
+                                                           "token_uri": "https://169.254.169.254/token"]]],
+             "delivery.fcm.serviceAccount.token_uri"),
+        ] as [([String: Any], String)] {
+            var body = delivery
+            body["mode"] = "direct"
+            let refused = try patch(body)
+            #expect(refused.status == 400 && refused.errorCode == "ERR_BAD_REQUEST" && refused.errorParams["field"] as? String == field,
+                    "\(field): \(refused.status) \(refused.text)")
         }
         let unchanged = try client.get("/v1/settings/notifications", token: app.serverKey).json["delivery"] as? [String: Any]
         #expect(unchanged?["mode"] as? String == "pull" && unchanged?["url"] is NSNull, "a refused PATCH saves nothing")

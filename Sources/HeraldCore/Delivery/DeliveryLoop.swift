@@ -4,8 +4,8 @@ import JSON
 import Postgres
 import Synchronization
 
-/// Built-in delivery (SPEC §13.3): each instance keeps one deliverer per app whose `delivery`
-/// mode is `webhook` or `gorush`, found every 2 s (or when a settings route says the settings
+/// Built-in delivery (SPEC §13.3, §13.4): each instance keeps one deliverer per app whose
+/// `delivery` mode is `webhook`, `gorush` or `direct`, found every 2 s (or when a settings route says the settings
 /// changed). Deliverers of several instances share an app's jobs through the queue's leases, so
 /// each job is sent by one of them at a time.
 public final class DeliveryLoop: Sendable {
@@ -14,14 +14,17 @@ public final class DeliveryLoop: Sendable {
     let logger: Logger
     /// `HERALD_DELIVERY_ALLOW_PRIVATE`: whether receivers may be at internal addresses.
     let allowPrivateAddresses: Bool
+    /// `HERALD_DELIVERY_CA_FILE`: certificate authorities trusted besides the system's.
+    let caFile: String?
     private let loop = BackgroundLoop(label: "herald.delivery")
     private let deliverers = Mutex<[String: AppDeliverer]>([:])
 
-    public init(database: PostgresPool, metrics: Metrics, logger: Logger, allowPrivateAddresses: Bool = false) {
+    public init(database: PostgresPool, metrics: Metrics, logger: Logger, allowPrivateAddresses: Bool = false, caFile: String? = nil) {
         self.database = database
         self.metrics = metrics
         self.logger = logger
         self.allowPrivateAddresses = allowPrivateAddresses
+        self.caFile = caFile
     }
 
     /// New jobs may exist: every deliverer looks now.
@@ -63,7 +66,7 @@ public final class DeliveryLoop: Sendable {
         let rows = try database.withConnection { connection in
             try connection.query("""
                 SELECT app, (settings->'delivery')::text AS delivery FROM app_settings
-                 WHERE settings->'delivery'->>'mode' IN ('webhook', 'gorush')
+                 WHERE settings->'delivery'->>'mode' IN ('webhook', 'gorush', 'direct')
                 """)
         }
         var wanted: [String: DeliverySettings] = [:]
@@ -85,7 +88,7 @@ public final class DeliveryLoop: Sendable {
                     deliverer.update(settings)
                 } else {
                     let deliverer = AppDeliverer(app: app, settings: settings, database: database, metrics: metrics, logger: logger,
-                                                 allowPrivateAddresses: allowPrivateAddresses)
+                                                 allowPrivateAddresses: allowPrivateAddresses, caFile: caFile)
                     current[app] = deliverer
                     started.append(deliverer)
                 }
@@ -109,6 +112,8 @@ final class AppDeliverer: Sendable {
     private let settings: Mutex<DeliverySettings>
     private let loop: BackgroundLoop
     private let client: HTTPClient
+    /// Direct delivery's keys and tokens (SPEC §13.4).
+    private let direct = DirectSender()
     /// Claims and records, one at a time, beside the sending loop.
     private let lane = DispatchQueue(label: "herald.delivery.database")
     /// The batch claimed while the previous one was being sent.
@@ -120,6 +125,8 @@ final class AppDeliverer: Sendable {
         let jobs: [JobPayload]
         let secrets: [WebhookSecret]
         let settings: DeliverySettings
+        /// Direct delivery's keys (none in the other modes).
+        var credentials: [DeliveryCredentials.Stored] = []
     }
 
     /// Jobs per claim: enough to keep `concurrency` requests busy between two claims (32 rounds),
@@ -141,9 +148,9 @@ final class AppDeliverer: Sendable {
     static let idleSeconds = 1.0
 
     init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger,
-         allowPrivateAddresses: Bool) {
+         allowPrivateAddresses: Bool, caFile: String?) {
         self.app = app
-        client = HTTPClient(userAgent: "Herald", allowInternalAddresses: allowPrivateAddresses)
+        client = HTTPClient(userAgent: "Herald", allowInternalAddresses: allowPrivateAddresses, caFile: caFile)
         self.database = database
         self.metrics = metrics
         self.logger = logger
@@ -171,7 +178,8 @@ final class AppDeliverer: Sendable {
     private func claim(_ settings: DeliverySettings) throws -> Batch? {
         let batch = try database.withTransaction { connection in
             Batch(jobs: try JobQueue.claim(app: app, max: Self.batchSize(settings), leaseSeconds: Self.leaseSeconds(settings), on: connection),
-                  secrets: try DeliverySecretStore().live(app: app, on: connection), settings: settings)
+                  secrets: try DeliverySecretStore().live(app: app, on: connection), settings: settings,
+                  credentials: settings.mode == .direct ? try DeliveryCredentials.load(app: app, on: connection) : [])
         }
         metrics.add(.jobsClaimed, batch.jobs.count)
         return batch.jobs.isEmpty ? nil : batch
@@ -217,6 +225,11 @@ final class AppDeliverer: Sendable {
 
     /// Sends a batch; the outcome of each job, in the batch's order.
     private func send(_ batch: Batch, settings: DeliverySettings) -> [DeliveryRequest.Outcome] {
+        if settings.mode == .direct {
+            direct.use(batch.credentials)
+            return direct.send(batch.jobs, context: .init(settings: settings, secrets: batch.secrets, client: client, metrics: metrics,
+                                                          shouldStart: { [loop] in !loop.isStopping }))
+        }
         var requests: [OutboundRequest] = []
         var sent: [Int] = []   // the job each request is for
         var outcomes = [DeliveryRequest.Outcome](repeating: .delivered(invalidDevices: []), count: batch.jobs.count)
@@ -234,7 +247,7 @@ final class AppDeliverer: Sendable {
         }, progress: { event in
             switch event {
             case .started: metrics.deliveryStarted()
-            case .finished(_, let response): metrics.deliveryFinished(seconds: response.seconds)
+            case .finished(_, let response): metrics.deliveryFinished(platform: settings.mode.rawValue, seconds: response.seconds)
             }
         })
         let finished = currentTimeMilliseconds()
@@ -242,7 +255,9 @@ final class AppDeliverer: Sendable {
             let index = sent[position]
             let outcome = DeliveryRequest.outcome(of: response, mode: settings.mode, job: batch.jobs[index], nowMs: finished)
             outcomes[index] = outcome
-            if outcome != .notSent { metrics.deliveryAttempt(outcome: outcome, status: DeliveryRequest.statusClass(response)) }
+            if outcome != .notSent {
+                metrics.deliveryAttempt(platform: settings.mode.rawValue, outcome: outcome, status: DeliveryRequest.statusClass(response))
+            }
         }
         return outcomes
     }
@@ -252,11 +267,14 @@ final class AppDeliverer: Sendable {
         var acks: [JobQueue.Ack] = []
         var failures: [JobQueue.Failure] = []
         var unsent: [(id: Int64, attempt: Int)] = []
+        var removed: [(uid: String, id: String)] = []
         for (job, outcome) in zip(jobs, outcomes) {
             switch outcome {
             case .delivered(let invalid): acks.append(JobQueue.Ack(id: job.id, attempt: job.attempt, invalidDevices: invalid))
-            case .retry(let after, let error):
-                failures.append(JobQueue.Failure(id: job.id, attempt: job.attempt, error: error, retryable: true, retryAfterMs: after))
+            case .retry(let after, let error, let done, let invalid):
+                failures.append(JobQueue.Failure(id: job.id, attempt: job.attempt, error: error, retryable: true, retryAfterMs: after,
+                                                 doneDevices: done))
+                removed += invalid.map { (job.recipient, $0) }
             case .dead(let error):
                 failures.append(JobQueue.Failure(id: job.id, attempt: job.attempt, error: error, retryable: false, retryAfterMs: nil))
             case .notSent: unsent.append((job.id, job.attempt))
@@ -265,6 +283,8 @@ final class AppDeliverer: Sendable {
         let (acked, states) = try database.withTransaction { connection in
             let acked = try JobQueue.ack(app: app, acks, on: connection)
             let states = try JobQueue.fail(app: app, failures, on: connection)
+            // the devices a provider refused, of jobs retried for their other devices
+            try DeviceStore().remove(app: app, pairs: removed, on: connection)
             try JobQueue.release(app: app, unsent, on: connection)
             return (acked, states)
         }

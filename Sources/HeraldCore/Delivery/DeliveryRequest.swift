@@ -9,8 +9,9 @@ enum DeliveryRequest {
     enum Outcome: Equatable {
         /// Acknowledge it; remove these devices (the receiver or gorush refused their tokens).
         case delivered(invalidDevices: [String])
-        /// Retry after `afterMs` (the receiver's `Retry-After`), else after the backoff.
-        case retry(afterMs: Int64?, error: String)
+        /// Retry after `afterMs` (the receiver's `Retry-After`), else after the backoff. Direct
+        /// delivery: the retry leaves out the devices `done`, and `invalidDevices` are removed now.
+        case retry(afterMs: Int64?, error: String, done: [String] = [], invalidDevices: [String] = [])
         /// A permanent failure: the job is dead.
         case dead(error: String)
         /// Not sent (delivery stopped first): the job goes back to the queue as it was.
@@ -23,7 +24,7 @@ enum DeliveryRequest {
     static func make(job: JobPayload, settings: DeliverySettings) -> OutboundRequest? {
         var body: [UInt8]
         switch settings.mode {
-        case .pull:
+        case .pull, .direct:
             return nil
         case .webhook:
             var writer = JSONWriter(reservingCapacity: 1024)

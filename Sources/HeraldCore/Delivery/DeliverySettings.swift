@@ -3,10 +3,11 @@ import HTTPServer
 import JSON
 
 /// The app setting `delivery` (SPEC §13.3): who sends the app's jobs. `pull`: push senders claim
-/// them (SPEC §9); `webhook` and `gorush`: Herald claims them and POSTs each to `url`.
+/// them (SPEC §9); `webhook` and `gorush`: Herald claims them and POSTs each to `url`; `direct`:
+/// Herald sends each to its devices through APNs, FCM and Web Push (SPEC §13.4, `DirectSettings`).
 public struct DeliverySettings: Sendable, Equatable {
     public enum Mode: String, Sendable, CaseIterable {
-        case pull, webhook, gorush
+        case pull, webhook, gorush, direct
     }
 
     public var mode = Mode.pull
@@ -16,6 +17,12 @@ public struct DeliverySettings: Sendable, Equatable {
     /// Whether a signing secret exists: read from the secrets (`PreferenceStore.settings`),
     /// never stored or patched.
     public var secretSet = false
+    /// The providers of `direct` (SPEC §13.4); nil: none, and that platform's devices are skipped.
+    public var apns: APNsSettings?
+    public var fcm: FCMSettings?
+    public var webpush: WebPushSettings?
+    /// The secrets the last `apply` was given or removed, for the PATCH to store; never shown.
+    var credentialChanges: [CredentialChange] = []
 
     static let timeoutRange = 100...60_000
     static let concurrencyRange = 1...64
@@ -25,6 +32,9 @@ public struct DeliverySettings: Sendable, Equatable {
         var object: [String: JSONValue] = ["mode": .string(mode.rawValue), "timeoutMs": .int(timeoutMs),
                                            "concurrency": .int(concurrency), "secretSet": .bool(secretSet)]
         object["url"] = url.map(JSONValue.string) ?? .null
+        object["apns"] = apns?.json ?? .null
+        object["fcm"] = fcm?.json ?? .null
+        object["webpush"] = webpush?.json ?? .null
         return .object(object)
     }
 
@@ -36,11 +46,12 @@ public struct DeliverySettings: Sendable, Equatable {
             throw PreferenceField.invalid("\(field) must be an object", field: field)
         }
         var next = self
+        next.credentialChanges = []
         for (name, value) in object {
             switch name {
             case "mode":
                 guard case .string(let text) = value, let mode = Mode(rawValue: text) else {
-                    throw PreferenceField.invalid("\(field).mode must be pull, webhook or gorush", field: field + ".mode")
+                    throw PreferenceField.invalid("\(field).mode must be pull, webhook, gorush or direct", field: field + ".mode")
                 }
                 next.mode = mode
             case "url":
@@ -62,6 +73,12 @@ public struct DeliverySettings: Sendable, Equatable {
                                     params: ["field": .string(field + ".concurrency"), "min": 1, "max": 64])
                 }
                 next.concurrency = number
+            case "apns":
+                next.apns = try Self.applyAPNs(value, to: next.apns, field: field + ".apns", stored: stored, changes: &next.credentialChanges)
+            case "fcm":
+                next.fcm = try Self.applyFCM(value, to: next.fcm, field: field + ".fcm", stored: stored, changes: &next.credentialChanges)
+            case "webpush":
+                next.webpush = try Self.applyWebPush(value, field: field + ".webpush")
             case "secretSet" where stored:
                 break
             case "secret", "secretSet":
@@ -71,7 +88,7 @@ public struct DeliverySettings: Sendable, Equatable {
                 throw PreferenceField.invalid("\(field).\(name) is not known", field: "\(field).\(name)")
             }
         }
-        if next.mode != .pull, next.url == nil {
+        if next.mode == .webhook || next.mode == .gorush, next.url == nil {
             throw PreferenceField.invalid("\(field).url is required when \(field).mode is \(next.mode.rawValue)", field: field + ".url")
         }
         self = next
@@ -87,8 +104,10 @@ public struct DeliverySettings: Sendable, Equatable {
     /// before the settings are read and saved (it may wait on DNS); each connection is checked
     /// again when a job is sent (`HTTPClient`).
     static func checkAddress(inPatch patch: JSONValue, allowPrivate: Bool) throws(HTTPError) {
-        guard !allowPrivate, case .string(let url)? = patch["delivery"]?["url"], OutboundAddress.isInternal(url: url) else { return }
-        throw HTTPError.badRequest(internalAddressMessage, field: "delivery.url")
+        guard !allowPrivate else { return }
+        for (field, url) in endpoints(inPatch: patch) where OutboundAddress.isInternal(url: url) {
+            throw HTTPError.badRequest(internalAddressMessage, field: field)
+        }
     }
 
     /// `http://` or `https://`, a host, no whitespace or control characters.

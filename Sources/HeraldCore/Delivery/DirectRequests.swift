@@ -236,6 +236,21 @@ enum DirectRequests {
         }
     }
 
+    // MARK: webhook devices
+
+    /// A `webhook` device's answer (SPEC §13.4, as §13.3's webhook mode): 2xx sent; 408, 429
+    /// and 5xx retry; 410 says the endpoint is gone, which removes the device; any other 4xx
+    /// fails this push for good.
+    static func webhookDeviceOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
+        if let failure = transportOutcome(response) { return failure }
+        switch response.status {
+        case 200...299: return .sent
+        case 410: return .removed(reason: "HTTP 410")
+        case 408, 429, 500...599: return .retry(afterMs: retryAfter(response, nowMs: nowMs), error: "webhook \(response.status)")
+        default: return .failed(error: "webhook \(response.status)")
+        }
+    }
+
     // MARK: shared
 
     /// No answer: a refused internal address is final for the device; the rest retry.

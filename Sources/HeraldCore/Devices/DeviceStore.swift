@@ -38,7 +38,8 @@ struct Device: Sendable, JSONWritable {
         /// the job's own statement, an index probe per job, rather than by a statement of its own).
         static let recipientDevices = """
             (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
-               FROM devices d WHERE d.app = j.app AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device)
+               FROM devices d WHERE d.app = j.app AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
+                                AND (j.delivered_devices IS NULL OR d.id <> ALL (j.delivered_devices)))
             """
 
         /// The targets of `recipientDevices`' text (nil: no device).

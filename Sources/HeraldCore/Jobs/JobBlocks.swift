@@ -61,18 +61,30 @@ enum JobBlocks {
     /// reason and privacy, and takes the state, attempt and time given (`delay` ms from now; nil:
     /// the block's creation, its old place). Sets their moved bits and ends the leases left with
     /// nothing to do. The marks must be locked (`lockMarks`).
-    static func moveOut(_ jobs: [(id: Int64, state: String, attempt: Int, delay: Int64?, error: String?)],
-                        on connection: PostgresConnection) throws {
+    /// A job moved out: its new state, attempt, delay and error, and (direct delivery's
+    /// retries) the devices already done, as a JSON array's text.
+    struct Move {
+        let id: Int64
+        let state: String
+        let attempt: Int
+        let delay: Int64?
+        let error: String?
+        let done: String?
+    }
+
+    static func moveOut(_ jobs: [Move], on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
         try connection.query("""
             WITH x AS (
-                SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[]) AS x(id, state, attempt, delay, error)
+                SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[])
+                              AS x(id, state, attempt, delay, error, done)
             ), moved AS (
                 INSERT INTO job_rows (id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy,
-                                      state, attempt, created_at, available_at, last_error, updated_at)
+                                      state, attempt, created_at, available_at, last_error, updated_at, delivered_devices)
                 SELECT x.id, b.app, b.message_id, b.recipients[p.n], b.event_source, b.event_id, b.event_type,
                        herald_reason_name(b.reasons[p.n]), b.privacy[p.n], x.state, x.attempt, b.created_at,
-                       coalesce(herald_now_ms() + x.delay, b.created_at), x.error, herald_now_ms()
+                       coalesce(herald_now_ms() + x.delay, b.created_at), x.error, herald_now_ms(),
+                       CASE WHEN x.done IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(x.done::json)) END
                   FROM x CROSS JOIN LATERAL (SELECT (x.id % 1024)::int + 1 AS n) p
                   JOIN job_blocks b ON b.id = x.id / 1024
                 RETURNING 1
@@ -80,7 +92,7 @@ enum JobBlocks {
             UPDATE job_block_marks k SET moved = k.moved | m.mask
               FROM (SELECT x.id / 1024 AS block, bit_or(herald_bit((x.id % 1024)::int + 1)) AS mask FROM x GROUP BY 1) m
              WHERE k.block = m.block
-            """, [jobs.map(\.id), jobs.map(\.state), jobs.map(\.attempt), jobs.map(\.delay), jobs.map(\.error)])
+            """, [jobs.map(\.id), jobs.map(\.state), jobs.map(\.attempt), jobs.map(\.delay), jobs.map(\.error), jobs.map(\.done)])
         try endSettledLeases(blocks: jobs.map { place($0.id).block }, on: connection)
     }
 

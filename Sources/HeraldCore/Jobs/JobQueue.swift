@@ -1,3 +1,4 @@
+import JSON
 import Postgres
 
 /// The job queue's transitions (SPEC §9), shared by the jobs API (pulled jobs) and built-in
@@ -20,6 +21,18 @@ enum JobQueue {
         let error: String
         let retryable: Bool
         let retryAfterMs: Int64?
+        /// Direct delivery (SPEC §13.4): the devices that have their final outcome, which the
+        /// retry leaves out.
+        var doneDevices: [String] = []
+
+        /// `doneDevices` as stored beside the others: a JSON array's text (arrays of arrays do
+        /// not pass through `unnest`).
+        var doneJSON: String? {
+            guard !doneDevices.isEmpty else { return nil }
+            var writer = JSONWriter()
+            writer.array(strings: doneDevices)
+            return writer.text
+        }
     }
 
     /// The FROM item `y` of an UPDATE of `job_rows j` (`WHERE \(leasedMatch)`): the leased jobs of
@@ -61,7 +74,7 @@ enum JobQueue {
     static let rowColumns = """
         id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy, badge, state, attempt,
         created_at, available_at, lease_until, last_error, updated_at, kind, exclude_device, clear_ids, template_reason,
-        subject_id, sync_at, sync_by, digest_count, digest_senders
+        subject_id, sync_at, sync_by, digest_count, digest_senders, delivered_devices
         """
 
     /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
@@ -88,7 +101,7 @@ enum JobQueue {
                 SELECT b.id * 1024 + r.first + p.n - 1, b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
                        herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
                        NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
-                       NULL::integer, NULL::text[], t.traceparent
+                       NULL::integer, NULL::text[], NULL::text[], t.traceparent
                   FROM unnest($3::bigint[], $4::int[], $5::int[]) AS r(block, first, last)
                   JOIN job_blocks b ON b.id = r.block
                   -- the event's trace, looked up once per block, not per job
@@ -185,14 +198,16 @@ enum JobQueue {
         var marks = parts.marks
         let rowFailures = parts.rows
         var states: [Int64: String] = [:]
-        var moves: [(id: Int64, state: String, attempt: Int, delay: Int64?, error: String?)] = []
+        var moves: [JobBlocks.Move] = []
         for failure in failures where failure.attempt == 1 {
             let (block, position) = JobBlocks.place(failure.id)
             guard var state = marks[block], state.isLeased(position) else { continue }
             state.moved[position] = true
             marks[block] = state
             let dead = !failure.retryable || failure.attempt >= maxAttempts
-            moves.append((failure.id, dead ? "dead" : "ready", 1, failure.retryAfterMs ?? backoffMs(attempt: 1), Self.clean(failure.error)))
+            moves.append(JobBlocks.Move(id: failure.id, state: dead ? "dead" : "ready", attempt: 1,
+                                        delay: failure.retryAfterMs ?? backoffMs(attempt: 1), error: Self.clean(failure.error),
+                                        done: failure.doneJSON))
             states[failure.id] = dead ? "dead" : "ready"
         }
         try JobBlocks.moveOut(moves, on: connection)
@@ -200,14 +215,18 @@ enum JobQueue {
             let rows = try connection.query("""
                 UPDATE job_rows j SET state = CASE WHEN y.dead THEN 'dead' ELSE 'ready' END,
                                   available_at = herald_now_ms() + y.delay, lease_until = NULL,
-                                  last_error = y.error, updated_at = herald_now_ms()
-                  FROM \(leased(extra: [("$4::bigint[]", "delay"), ("$5::boolean[]", "dead"), ("$6::text[]", "error")]))
+                                  last_error = y.error, updated_at = herald_now_ms(),
+                                  delivered_devices = CASE WHEN y.done IS NULL THEN j.delivered_devices
+                                                           ELSE coalesce(j.delivered_devices, '{}')
+                                                                || ARRAY(SELECT json_array_elements_text(y.done::json)) END
+                  FROM \(leased(extra: [("$4::bigint[]", "delay"), ("$5::boolean[]", "dead"), ("$6::text[]", "error"),
+                                      ("$7::text[]", "done")]))
                  WHERE \(leasedMatch)
                 RETURNING j.id, j.state
                 """, [app, rowFailures.map(\.id), rowFailures.map(\.attempt),
                       rowFailures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) },
                       rowFailures.map { !$0.retryable || $0.attempt >= maxAttempts },
-                      rowFailures.map { Self.clean($0.error) }])
+                      rowFailures.map { Self.clean($0.error) }, rowFailures.map(\.doneJSON)])
             for row in rows { states[try row.decode(0, as: Int64.self)] = try row.decode(1, as: String.self) }
         }
         if states.values.contains("ready") { try announce(app: app, on: connection) }
@@ -233,7 +252,7 @@ enum JobQueue {
         let moves = jobs.filter { job in
             let (block, position) = JobBlocks.place(job.id)
             return job.attempt == 1 && marks[block]?.isLeased(position) == true
-        }.map { (id: $0.id, state: "ready", attempt: 0, delay: Int64?.none, error: String?.none) }
+        }.map { JobBlocks.Move(id: $0.id, state: "ready", attempt: 0, delay: nil, error: nil, done: nil) }
         try JobBlocks.moveOut(moves, on: connection)
         var released = moves.count
         if !rowJobs.isEmpty {

@@ -36,8 +36,8 @@ public final class Metrics: Sendable {
     /// Built-in delivery (SPEC §13.3): attempts by outcome and status class, their durations,
     /// and the requests in flight.
     struct DeliveryStats {
-        var attempts: [String: Int] = [:]   // "outcome|status"
-        var duration = RouteStats()
+        var attempts: [String: Int] = [:]   // "platform|outcome|status"
+        var durations: [String: RouteStats] = [:]   // by platform
         var inFlight = 0
     }
 
@@ -64,24 +64,33 @@ public final class Metrics: Sendable {
 
     func deliveryStarted() { delivery.withLock { $0.inFlight += 1 } }
 
-    func deliveryFinished(seconds: Double) {
+    /// A request ended. `platform`: the device platform of a direct push (SPEC §13.4), else the
+    /// mode (`webhook`, `gorush`).
+    func deliveryFinished(platform: String, seconds: Double) {
         let bucket = Self.bucket(seconds)
         delivery.withLock { stats in
             stats.inFlight -= 1
-            stats.duration.buckets[bucket] += 1
-            stats.duration.sum += seconds
-            stats.duration.count += 1
+            stats.durations[platform, default: RouteStats()].buckets[bucket] += 1
+            stats.durations[platform, default: RouteStats()].sum += seconds
+            stats.durations[platform, default: RouteStats()].count += 1
         }
     }
 
-    func deliveryAttempt(outcome: DeliveryRequest.Outcome, status: String) {
+    /// A webhook or gorush request's outcome for its job.
+    func deliveryAttempt(platform: String, outcome: DeliveryRequest.Outcome, status: String) {
         let name = switch outcome {
         case .delivered: "delivered"
         case .retry: "retry"
         case .dead: "dead"
         case .notSent: "not_sent"
         }
-        delivery.withLock { $0.attempts[name + "|" + status, default: 0] += 1 }
+        deliveryAttempt(platform: platform, outcome: name, status: status)
+    }
+
+    /// An attempt's outcome by name: a direct push's for its device (`sent`, `removed`,
+    /// `refused`, `renew`, `retry`, `failed`, `no_credentials`), or a job's.
+    func deliveryAttempt(platform: String, outcome: String, status: String) {
+        delivery.withLock { $0.attempts[platform + "|" + outcome + "|" + status, default: 0] += 1 }
     }
 
     static func bucket(_ seconds: Double) -> Int {
@@ -178,21 +187,28 @@ public final class Metrics: Sendable {
 
         let deliveryStats = delivery.withLock { $0 }
         header(&out, "herald_delivery_attempts_total", "counter",
-               "Built-in delivery requests, by outcome (delivered, retry, dead) and status class (2xx…5xx, timeout, error).")
+               "Built-in delivery requests, by platform (a direct push's device platform, else the mode), outcome "
+               + "(a job's: delivered, retry, dead; a direct push's: sent, removed, refused, renew, retry, failed, no_credentials) "
+               + "and status class (2xx…5xx, timeout, error, none).")
         for key in deliveryStats.attempts.keys.sorted() {
-            let parts = key.split(separator: "|")
-            out += "herald_delivery_attempts_total{outcome=\"\(parts[0])\",status=\"\(parts[1])\"} \(deliveryStats.attempts[key]!)\n"
+            let parts = key.split(separator: "|", omittingEmptySubsequences: false)
+            out += "herald_delivery_attempts_total{platform=\"\(parts[0])\",outcome=\"\(parts[1])\",status=\"\(parts[2])\"} "
+                + "\(deliveryStats.attempts[key]!)\n"
         }
-        header(&out, "herald_delivery_duration_seconds", "histogram", "Time from a delivery request's start to its answer or failure.")
-        var cumulative = 0
-        for (index, bound) in Self.bucketBounds.enumerated() {
-            cumulative += deliveryStats.duration.buckets[index]
-            out += "herald_delivery_duration_seconds_bucket{le=\"\(Self.format(bound))\"} \(cumulative)\n"
+        header(&out, "herald_delivery_duration_seconds", "histogram",
+               "Time from a delivery request's start to its answer or failure, by platform (a direct push's device platform, else the mode).")
+        for platform in deliveryStats.durations.keys.sorted() {
+            let stats = deliveryStats.durations[platform]!
+            var cumulative = 0
+            for (index, bound) in Self.bucketBounds.enumerated() {
+                cumulative += stats.buckets[index]
+                out += "herald_delivery_duration_seconds_bucket{platform=\"\(platform)\",le=\"\(Self.format(bound))\"} \(cumulative)\n"
+            }
+            cumulative += stats.buckets[Self.bucketBounds.count]
+            out += "herald_delivery_duration_seconds_bucket{platform=\"\(platform)\",le=\"+Inf\"} \(cumulative)\n"
+            out += "herald_delivery_duration_seconds_sum{platform=\"\(platform)\"} \(Self.format(stats.sum))\n"
+            out += "herald_delivery_duration_seconds_count{platform=\"\(platform)\"} \(stats.count)\n"
         }
-        cumulative += deliveryStats.duration.buckets[Self.bucketBounds.count]
-        out += "herald_delivery_duration_seconds_bucket{le=\"+Inf\"} \(cumulative)\n"
-        out += "herald_delivery_duration_seconds_sum \(Self.format(deliveryStats.duration.sum))\n"
-        out += "herald_delivery_duration_seconds_count \(deliveryStats.duration.count)\n"
         header(&out, "herald_delivery_in_flight", "gauge", "Built-in delivery requests in flight now.")
         out += "herald_delivery_in_flight \(deliveryStats.inFlight)\n"
 

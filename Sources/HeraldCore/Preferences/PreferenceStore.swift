@@ -3,18 +3,23 @@ import JSON
 
 /// App settings, user preferences and mutes in PostgreSQL.
 struct PreferenceStore: Sendable {
-    /// The app's settings; `delivery.secretSet` is read from the secrets themselves, in the same
-    /// statement (it is not stored with the settings).
+    /// The app's settings; `delivery.secretSet`, `delivery.apns.privateKeySet` and
+    /// `delivery.fcm.serviceAccountSet` are read from the secrets themselves, in the same
+    /// statement (they are not stored with the settings).
     func settings(app: String, on connection: PostgresConnection) throws -> AppSettings {
         let rows = try connection.query("""
             SELECT (SELECT settings::text FROM app_settings WHERE app = $1),
-                   EXISTS (SELECT 1 FROM delivery_secrets WHERE app = $1 AND (expires_at IS NULL OR expires_at > herald_now_ms()))
+                   EXISTS (SELECT 1 FROM delivery_secrets WHERE app = $1 AND (expires_at IS NULL OR expires_at > herald_now_ms())),
+                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = $1 AND kind = 'apns'),
+                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = $1 AND kind = 'fcm')
             """, [app])
         var settings = AppSettings.defaults
         if let text = try rows[0].decode(0, as: String?.self), let json = try? JSONParser.parse(Array(text.utf8)) {
             settings = AppSettings(stored: json)
         }
         settings.delivery.secretSet = try rows[0].decode(1, as: Bool.self)
+        settings.delivery.apns?.privateKeySet = try rows[0].decode(2, as: Bool.self)
+        settings.delivery.fcm?.serviceAccountSet = try rows[0].decode(3, as: Bool.self)
         return settings
     }
 
@@ -34,6 +39,12 @@ struct PreferenceStore: Sendable {
     static func storedDocument(_ settings: AppSettings) -> JSONValue {
         guard case .object(var root) = settings.json, case .object(var delivery)? = root["delivery"] else { return settings.json }
         delivery["secretSet"] = nil
+        for (block, flag) in [("apns", "privateKeySet"), ("fcm", "serviceAccountSet")] {
+            if case .object(var object)? = delivery[block] {
+                object[flag] = nil
+                delivery[block] = .object(object)
+            }
+        }
         root["delivery"] = .object(delivery)
         return .object(root)
     }

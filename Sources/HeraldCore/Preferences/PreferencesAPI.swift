@@ -22,6 +22,7 @@ enum PreferencesAPI {
                     secret = try DeliverySecretStore().rotate(app: context.app, on: connection)
                     settings.delivery.secretSet = true   // this answer's view; it is read from the secrets
                 }
+                try DeliveryCredentials.store(settings.delivery.credentialChanges, app: context.app, on: connection)
                 try PreferenceStore().saveSettings(settings, app: context.app, on: connection)
                 return (settings, secret)
             }
@@ -38,6 +39,8 @@ enum PreferencesAPI {
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
                 try DeliverySecretStore().removeAll(app: context.app, on: connection)
+                try DeliveryCredentials.store([CredentialChange(kind: "apns", pem: nil), CredentialChange(kind: "fcm", pem: nil)],
+                                              app: context.app, on: connection)
             }
             context.services.delivery.refresh()
             return .json(AppSettings.defaults.json)

@@ -1,3 +1,5 @@
+import Glibc
+
 /// Herald's settings, read from the environment (SPEC §10).
 public struct Configuration: Sendable, Equatable {
     /// libpq URL or conninfo string (`DATABASE_URL`).
@@ -16,6 +18,9 @@ public struct Configuration: Sendable, Equatable {
     /// Whether built-in delivery may reach loopback, private, link-local and other internal
     /// addresses (`HERALD_DELIVERY_ALLOW_PRIVATE=1`; SPEC §13.3): for tests and closed networks.
     public var deliveryAllowPrivate = false
+    /// A PEM file of certificate authorities that built-in delivery trusts besides the system's
+    /// (`HERALD_DELIVERY_CA_FILE`; SPEC §13.4): for tests and closed networks.
+    public var deliveryCAFile: String?
     /// What sits between Herald and PostgreSQL (`HERALD_DB_POOL_MODE`): `session` (nothing, or a
     /// pooler in session mode) or `transaction` (PgBouncer's `pool_mode = transaction`, where
     /// each transaction may run on another server connection: no prepared statements, and the
@@ -86,6 +91,7 @@ public struct Configuration: Sendable, Equatable {
         ("HERALD_LISTEN_DATABASE_URL", "URL for LISTEN/NOTIFY (default DATABASE_URL; behind a transaction pooler, one that bypasses it)"),
         ("HERALD_DELIVERY_POOL_SIZE", "database connections of built-in delivery, apart from the requests' (default 4)"),
         ("HERALD_DELIVERY_ALLOW_PRIVATE", "1: delivery URLs may reach loopback, private and link-local addresses (default 0: refused)"),
+        ("HERALD_DELIVERY_CA_FILE", "PEM file of certificate authorities delivery trusts besides the system's (default: none)"),
         ("HERALD_MAX_BODY_BYTES", "largest request body (default 4194304)"),
         ("HERALD_MAX_CONNECTIONS", "most open HTTP connections (default 4096)"),
         ("HERALD_MAX_LONG_POLLS", "long polls (claims, feeds with waitSeconds) waiting at once; more get 429 (default: half of HERALD_MAX_CONNECTIONS)"),
@@ -142,6 +148,12 @@ public struct Configuration: Sendable, Equatable {
         listenDatabaseURL = value("HERALD_LISTEN_DATABASE_URL")
         if let size = try integer("HERALD_DELIVERY_POOL_SIZE", 1...256) { deliveryPoolSize = size }
         if let allow = try integer("HERALD_DELIVERY_ALLOW_PRIVATE", 0...1) { deliveryAllowPrivate = allow == 1 }
+        if let file = value("HERALD_DELIVERY_CA_FILE") {
+            guard access(file, R_OK) == 0 else {
+                throw ConfigurationError(variable: "HERALD_DELIVERY_CA_FILE", message: "\(file.debugDescription) is not a readable file")
+            }
+            deliveryCAFile = file
+        }
         if let bytes = try integer("HERALD_MAX_BODY_BYTES", 1024...(1 << 30)) { maxBodyBytes = bytes }
         if let connections = try integer("HERALD_MAX_CONNECTIONS", 1...1_000_000) { maxConnections = connections }
         maxLongPolls = try integer("HERALD_MAX_LONG_POLLS", 1...1_000_000) ?? max(1, maxConnections / 2)
