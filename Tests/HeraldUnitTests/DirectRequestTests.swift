@@ -154,4 +154,31 @@ struct DirectRequestTests {
         #expect(DirectRequests.webPushOutcome(Self.response(429, retryAfter: "5"), nowMs: 0) == .retry(afterMs: 5000, error: "push service 429"))
         #expect(DirectRequests.webPushOutcome(Self.response(413), nowMs: 0) == .failed(error: "push service 413"))
     }
+
+    @Test("webhook devices: 2xx sent, 410 removed, 408/429/5xx retried, other 4xx failed for good, internal address refused")
+    func webhookDevices() {
+        #expect(DirectRequests.webhookDeviceOutcome(Self.response(204), nowMs: 0) == .sent)
+        #expect(DirectRequests.webhookDeviceOutcome(Self.response(410), nowMs: 0) == .removed(reason: "HTTP 410"))
+        #expect(DirectRequests.webhookDeviceOutcome(Self.response(503, retryAfter: "7"), nowMs: 0) == .retry(afterMs: 7000, error: "webhook 503"))
+        #expect(DirectRequests.webhookDeviceOutcome(Self.response(408), nowMs: 0) == .retry(afterMs: nil, error: "webhook 408"))
+        #expect(DirectRequests.webhookDeviceOutcome(Self.response(400), nowMs: 0) == .failed(error: "webhook 400"))
+        let refused = OutboundResponse(status: 0, retryAfter: nil, body: [], failure: .refusedAddress, seconds: 0)
+        #expect(DirectRequests.webhookDeviceOutcome(refused, nowMs: 0) == .removed(reason: "refused"))
+    }
+
+    @Test("a job's outcome from its devices': acked when each is final, else retried for the rest, removed devices named either way")
+    func jobOutcome() {
+        typealias Outcome = DirectRequests.DeviceOutcome
+        #expect(DirectSender.jobOutcome([]) == .delivered(invalidDevices: []), "no device: acked at once")
+        #expect(DirectSender.jobOutcome([("a", .sent), ("b", .removed(reason: "BadDeviceToken")), ("c", .failed(error: "no credentials"))])
+                == .delivered(invalidDevices: ["b"]))
+        #expect(DirectSender.jobOutcome([("a", .sent), ("b", .removed(reason: "x")), ("c", .retry(afterMs: nil, error: "APNs 503"))])
+                == .retry(afterMs: nil, error: "APNs 503", done: ["a", "b"], invalidDevices: ["b"]))
+        #expect(DirectSender.jobOutcome([("a", .retry(afterMs: 2000, error: "429")), ("b", .retry(afterMs: 5000, error: "429"))])
+                == .retry(afterMs: 5000, error: "429", done: [], invalidDevices: []), "the longest Retry-After")
+        #expect(DirectSender.jobOutcome([("a", DirectSender.unsent), ("b", DirectSender.unsent)]) == .notSent,
+                "delivery stopped before any request: the job goes back as it was")
+        #expect(DirectSender.jobOutcome([("a", .sent), ("b", DirectSender.unsent)])
+                == .retry(afterMs: 0, error: "not sent", done: ["a"], invalidDevices: []), "stopped halfway: the rest later")
+    }
 }
