@@ -140,10 +140,10 @@ struct DirectDeliveryTests {
         #expect(Set(bobDevices.compactMap { $0["id"] as? String }) == ["phone", "pixel", "browser", "hook"])
 
         let metrics = try client.get("/metrics").text
-        for series in [#"{platform="apns",outcome="sent",status="2xx"}"#, #"{platform="apns",outcome="removed",status="4xx"}"#,
-                       #"{platform="apns",outcome="renew",status="4xx"}"#, #"{platform="apns",outcome="retry",status="5xx"}"#,
-                       #"{platform="fcm",outcome="sent",status="2xx"}"#, #"{platform="fcm",outcome="removed",status="4xx"}"#,
-                       #"{platform="webpush",outcome="sent",status="2xx"}"#, #"{platform="webhook",outcome="sent",status="2xx"}"#] {
+        for series in [#"{outcome="sent",status="2xx",platform="apns"}"#, #"{outcome="removed",status="4xx",platform="apns"}"#,
+                       #"{outcome="renew",status="4xx",platform="apns"}"#, #"{outcome="retry",status="5xx",platform="apns"}"#,
+                       #"{outcome="sent",status="2xx",platform="fcm"}"#, #"{outcome="removed",status="4xx",platform="fcm"}"#,
+                       #"{outcome="sent",status="2xx",platform="webpush"}"#, #"{outcome="sent",status="2xx",platform="webhook"}"#] {
             #expect(metrics.contains("herald_delivery_attempts_total" + series), "\(series)")
         }
         #expect(metrics.contains(#"herald_delivery_duration_seconds_count{platform="apns"}"#))
@@ -158,7 +158,7 @@ struct DirectDeliveryTests {
         #expect(eventually(seconds: 20) { ((try? jobs()) ?? [:]).count == 4 && (try? connection.query(
             "SELECT 1 FROM jobs WHERE app = $1 AND state <> 'acked'", [app.id]).isEmpty) == true })
         #expect(eventually(seconds: 5) {
-            ((try? client.get("/metrics").text) ?? "").contains(#"herald_delivery_attempts_total{platform="fcm",outcome="no_credentials",status="none"}"#)
+            ((try? client.get("/metrics").text) ?? "").contains(#"herald_delivery_attempts_total{outcome="no_credentials",status="none",platform="fcm"}"#)
         })
 
         server.signal(SIGTERM)

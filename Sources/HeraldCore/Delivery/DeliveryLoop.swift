@@ -247,7 +247,7 @@ final class AppDeliverer: Sendable {
         }, progress: { event in
             switch event {
             case .started: metrics.deliveryStarted()
-            case .finished(_, let response): metrics.deliveryFinished(platform: settings.mode.rawValue, seconds: response.seconds)
+            case .finished(_, let response): metrics.deliveryFinished(platform: "", seconds: response.seconds)
             }
         })
         let finished = currentTimeMilliseconds()
@@ -256,7 +256,7 @@ final class AppDeliverer: Sendable {
             let outcome = DeliveryRequest.outcome(of: response, mode: settings.mode, job: batch.jobs[index], nowMs: finished)
             outcomes[index] = outcome
             if outcome != .notSent {
-                metrics.deliveryAttempt(platform: settings.mode.rawValue, outcome: outcome, status: DeliveryRequest.statusClass(response))
+                metrics.deliveryAttempt(outcome: outcome, status: DeliveryRequest.statusClass(response))
             }
         }
         return outcomes

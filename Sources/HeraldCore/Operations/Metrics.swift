@@ -64,8 +64,8 @@ public final class Metrics: Sendable {
 
     func deliveryStarted() { delivery.withLock { $0.inFlight += 1 } }
 
-    /// A request ended. `platform`: the device platform of a direct push (SPEC §13.4), else the
-    /// mode (`webhook`, `gorush`).
+    /// A request ended. `platform`: the device platform of a direct push (SPEC §13.4); empty
+    /// for the webhook and gorush modes.
     func deliveryFinished(platform: String, seconds: Double) {
         let bucket = Self.bucket(seconds)
         delivery.withLock { stats in
@@ -77,20 +77,26 @@ public final class Metrics: Sendable {
     }
 
     /// A webhook or gorush request's outcome for its job.
-    func deliveryAttempt(platform: String, outcome: DeliveryRequest.Outcome, status: String) {
+    func deliveryAttempt(outcome: DeliveryRequest.Outcome, status: String) {
         let name = switch outcome {
         case .delivered: "delivered"
         case .retry: "retry"
         case .dead: "dead"
         case .notSent: "not_sent"
         }
-        deliveryAttempt(platform: platform, outcome: name, status: status)
+        deliveryAttempt(platform: "", outcome: name, status: status)
     }
 
     /// An attempt's outcome by name: a direct push's for its device (`sent`, `removed`,
     /// `refused`, `renew`, `retry`, `failed`, `no_credentials`), or a job's.
     func deliveryAttempt(platform: String, outcome: String, status: String) {
         delivery.withLock { $0.attempts[platform + "|" + outcome + "|" + status, default: 0] += 1 }
+    }
+
+    /// `,platform="apns"` for a direct push's series; nothing for the webhook and gorush modes,
+    /// whose series keep SPEC §13.3's labels.
+    static func platformLabel(_ platform: Substring) -> String {
+        platform.isEmpty ? "" : ",platform=\"\(platform)\""
     }
 
     static func bucket(_ seconds: Double) -> Int {
@@ -187,27 +193,29 @@ public final class Metrics: Sendable {
 
         let deliveryStats = delivery.withLock { $0 }
         header(&out, "herald_delivery_attempts_total", "counter",
-               "Built-in delivery requests, by platform (a direct push's device platform, else the mode), outcome "
+               "Built-in delivery requests, by outcome "
                + "(a job's: delivered, retry, dead; a direct push's: sent, removed, refused, renew, retry, failed, no_credentials) "
-               + "and status class (2xx…5xx, timeout, error, none).")
+               + "and status class (2xx…5xx, timeout, error, none); a direct push's also by its device's platform.")
         for key in deliveryStats.attempts.keys.sorted() {
             let parts = key.split(separator: "|", omittingEmptySubsequences: false)
-            out += "herald_delivery_attempts_total{platform=\"\(parts[0])\",outcome=\"\(parts[1])\",status=\"\(parts[2])\"} "
+            out += "herald_delivery_attempts_total{outcome=\"\(parts[1])\",status=\"\(parts[2])\"\(Self.platformLabel(parts[0]))} "
                 + "\(deliveryStats.attempts[key]!)\n"
         }
         header(&out, "herald_delivery_duration_seconds", "histogram",
-               "Time from a delivery request's start to its answer or failure, by platform (a direct push's device platform, else the mode).")
+               "Time from a delivery request's start to its answer or failure (direct pushes by platform).")
         for platform in deliveryStats.durations.keys.sorted() {
             let stats = deliveryStats.durations[platform]!
+            let label = Self.platformLabel(Substring(platform))
             var cumulative = 0
             for (index, bound) in Self.bucketBounds.enumerated() {
                 cumulative += stats.buckets[index]
-                out += "herald_delivery_duration_seconds_bucket{platform=\"\(platform)\",le=\"\(Self.format(bound))\"} \(cumulative)\n"
+                out += "herald_delivery_duration_seconds_bucket{le=\"\(Self.format(bound))\"\(label)} \(cumulative)\n"
             }
             cumulative += stats.buckets[Self.bucketBounds.count]
-            out += "herald_delivery_duration_seconds_bucket{platform=\"\(platform)\",le=\"+Inf\"} \(cumulative)\n"
-            out += "herald_delivery_duration_seconds_sum{platform=\"\(platform)\"} \(Self.format(stats.sum))\n"
-            out += "herald_delivery_duration_seconds_count{platform=\"\(platform)\"} \(stats.count)\n"
+            out += "herald_delivery_duration_seconds_bucket{le=\"+Inf\"\(label)} \(cumulative)\n"
+            let braces = label.isEmpty ? "" : "{\(label.dropFirst())}"
+            out += "herald_delivery_duration_seconds_sum\(braces) \(Self.format(stats.sum))\n"
+            out += "herald_delivery_duration_seconds_count\(braces) \(stats.count)\n"
         }
         header(&out, "herald_delivery_in_flight", "gauge", "Built-in delivery requests in flight now.")
         out += "herald_delivery_in_flight \(deliveryStats.inFlight)\n"
