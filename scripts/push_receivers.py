@@ -17,7 +17,8 @@ Writes DIR/ca.pem (a test certificate authority for HERALD_DELIVERY_CA_FILE) and
 prints "ready", then one JSON line per request: {"service", "ok", "error", "path", "headers",
 "body"}. A device token `bad` answers APNs' 400 BadDeviceToken, `gone` FCM's 404 UNREGISTERED and
 the Web Push path `/push/gone` 410. APNs' token `flaky` answers 503 the first time, `expire`
-403 ExpiredProviderToken to the first provider token it sees.
+403 ExpiredProviderToken to the first provider token it sees, FCM's token `stale` 401 to the
+first access token issued.
 - Webhook devices: `/hook/...` checks the Standard Webhooks signature with the `standardwebhooks`
   library against the secret in DIR/whsec.txt (written by the test once Herald showed it).
 """
@@ -45,7 +46,7 @@ from cryptography.x509.oid import NameOID
 
 DIR = sys.argv[1]
 LOCK = threading.Lock()
-ACCESS_TOKEN = "ya29.test-" + base64.urlsafe_b64encode(os.urandom(9)).decode()
+ISSUED = []   # the access tokens the token endpoint gave, in order
 
 
 SEEN = {}   # per test token: what was answered before
@@ -245,18 +246,24 @@ class Handler(BaseHTTPRequestHandler):
         if error:
             self.answer(400, json.dumps({"error": "invalid_grant"}).encode())
         else:
-            self.answer(200, json.dumps({"access_token": ACCESS_TOKEN, "expires_in": 3599, "token_type": "Bearer"}).encode())
+            token = "ya29.test-%d-%s" % (len(ISSUED), base64.urlsafe_b64encode(os.urandom(9)).decode())
+            ISSUED.append(token)
+            self.answer(200, json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}).encode())
 
     def fcm(self, body, headers):
         error = None
-        if headers.get("authorization") != "Bearer " + ACCESS_TOKEN:
-            error = "not the access token the token endpoint issued"
+        bearer = headers.get("authorization", "")[len("Bearer "):]
+        if not headers.get("authorization", "").startswith("Bearer ") or bearer not in ISSUED:
+            error = "not an access token the token endpoint issued"
         message = json.loads(body).get("message", {})
         if not error and not all(isinstance(v, str) for v in message.get("data", {}).values()):
             error = "a data value that is not a string"
         report("fcm", error is None, error, self.path, headers, body.decode())
         if error:
             self.answer(401, json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED"}}).encode())
+        elif message.get("token") == "stale" and bearer == ISSUED[0]:
+            self.answer(401, json.dumps({"error": {"code": 401, "status": "UNAUTHENTICATED",
+                                                   "message": "Request had invalid authentication credentials."}}).encode())
         elif message.get("token") == "gone":
             self.answer(404, json.dumps({"error": {"code": 404, "status": "NOT_FOUND", "message": "Requested entity was not found.",
                                                    "details": [{"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError",

@@ -73,8 +73,8 @@ struct DirectDeliveryTests {
         }
 
         // the devices, and a group: bob has one of each (two with tokens the providers refuse),
-        // carol an APNs token that fails once and an FCM one, dave a token whose first provider
-        // token is called expired, erin none
+        // carol an APNs token that fails once and an FCM one, dave an APNs token whose first
+        // provider token is called expired and an FCM one whose first access token is, erin none
         func device(_ uid: String, _ id: String, _ platform: String, _ token: String) throws {
             let response = try client.send("PUT", "/v1/users/\(uid)/devices/\(id)", token: app.serverKey,
                                            headers: ["Content-Type": "application/json"],
@@ -90,6 +90,7 @@ struct DirectDeliveryTests {
         try device("carol", "phone", "apns", "flaky")
         try device("carol", "pixel", "fcm", "fcm-2")
         try device("dave", "phone", "apns", "expire")
+        try device("dave", "pixel", "fcm", "stale")
         #expect(try app.setMembers("g1", ["alice", "bob", "carol", "dave", "erin"], client: client).status == 200)
         try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: nowMilliseconds(), text: "hello")], client: client)
 
@@ -110,7 +111,7 @@ struct DirectDeliveryTests {
         var reports: [[String: Any]] = []
         _ = eventually(seconds: 5) {
             reports = output.all.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            return reports.count >= 12
+            return reports.count >= 15
         }
         func paths(_ service: String) -> [String] { reports.filter { $0["service"] as? String == service }.compactMap { $0["path"] as? String } }
         for report in reports {
@@ -119,8 +120,10 @@ struct DirectDeliveryTests {
         #expect(paths("apns").sorted() == ["/3/device/a1b2c3", "/3/device/bad", "/3/device/expire", "/3/device/expire",
                                            "/3/device/flaky", "/3/device/flaky"],
                 "the flaky token twice (503, then the retry), the expired one twice (403, then a new token): \(paths("apns"))")
-        #expect(paths("fcm-token").count == 1, "one access token, reused")
-        #expect(paths("fcm").count == 3, "fcm-1, gone and fcm-2, each once: carol's retry went only to her phone")
+        #expect(paths("fcm-token").count == 2, "one access token, reused, and one more after the 401")
+        let fcmTokens = reports.filter { $0["service"] as? String == "fcm" }.compactMap { ($0["body"] as? String)?.firstMatch(of: /"token":"([^"]+)"/)?.1 }
+        #expect(fcmTokens.map(String.init).sorted() == ["fcm-1", "fcm-2", "gone", "stale", "stale"],
+                "each once, stale again after the renewal: carol's retry went only to her phone (\(fcmTokens))")
         #expect(paths("webpush") == ["/push/1"] && paths("webhook") == ["/hook/bob"])
         let expired = reports.filter { $0["path"] as? String == "/3/device/expire" }
             .compactMap { ($0["headers"] as? [String: Any])?["authorization"] as? String }
@@ -146,6 +149,7 @@ struct DirectDeliveryTests {
                        #"{outcome="sent",status="2xx",platform="webpush"}"#, #"{outcome="sent",status="2xx",platform="webhook"}"#] {
             #expect(metrics.contains("herald_delivery_attempts_total" + series), "\(series)")
         }
+        #expect(metrics.contains(#"herald_delivery_attempts_total{outcome="renew",status="4xx",platform="fcm"}"#))
         #expect(metrics.contains(#"herald_delivery_duration_seconds_count{platform="apns"}"#))
 
         // a platform without its block is skipped and counted; the job is still acked
