@@ -178,10 +178,29 @@ const ENUMS = {
   dnd: ["DISABLED", "ENABLED"],
   privacyTemplateMode: ["DEFAULT", "PRIVACY", "USER_CHOICE"],
   messageEdited: ["NOTIFY", "DONT_NOTIFY"], messageDeleted: ["NOTIFY", "DONT_NOTIFY"],
-  mode: ["pull", "webhook", "gorush"],
+  mode: ["pull", "webhook", "gorush", "direct"],
 };
 // Fields Herald sets itself: shown, never sent back.
-const READ_ONLY = new Set(["delivery.secretSet"]);
+const READ_ONLY = new Set(["delivery.secretSet", "delivery.apns.privateKeySet", "delivery.fcm.serviceAccountSet",
+  "delivery.fcm.clientEmail", "delivery.fcm.tokenUri"]);
+// Direct delivery's provider blocks (SPEC §13.4), null until added: their fields (the ones GET
+// answers are shown too), the write-only secret (a textarea, empty when shown, sent only when
+// filled, never answered), and the placeholders of fields Herald fills in when left empty.
+const PROVIDERS = {
+  apns: {
+    label: "APNs", fields: ["teamId", "keyId", "topic", "endpoint", "sandboxEndpoint", "privateKeySet"], secret: "privateKey",
+    hint: "the .p8 key's PEM (-----BEGIN PRIVATE KEY-----…)",
+    placeholders: { topic: "default bundle id (optional)", endpoint: "https://api.push.apple.com", sandboxEndpoint: "https://api.sandbox.push.apple.com" },
+  },
+  fcm: {
+    label: "FCM", fields: ["projectId", "endpoint", "clientEmail", "tokenUri", "serviceAccountSet"], secret: "serviceAccount",
+    hint: "the service account's JSON file ({\"client_email\", \"private_key\", \"token_uri\", …})",
+    placeholders: { endpoint: "https://fcm.googleapis.com" },
+  },
+  webpush: { label: "Web Push", fields: ["subject"], placeholders: { subject: "mailto:ops@example.com or https://…" } },
+};
+// Block fields that an empty input sets to null (the others keep their value, or Herald's default).
+const NULLABLE = new Set(["delivery.apns.topic"]);
 // The order of SPEC §7.1 (the API answers keys sorted); keys not listed follow, as answered.
 const ORDER = ["groupPreferences", "oneOnOnePreferences", "messages", "replies", "quotedReplies", "reactions", "memberJoined",
   "memberAdded", "memberLeft", "memberKicked", "memberBanned", "memberUnbanned", "memberScopeChanged", "mutePreferences", "dnd",
@@ -226,12 +245,63 @@ function fieldRow(path, value, overridable) {
     el("span", { class: "error", "data-error-for": path }));
 }
 
+// `delivery` (SPEC §13.3, §13.4): its own fields, then one fieldset per provider block with a
+// checkbox named by the block's path (checked: the block is set; unchecking removes it and its key).
+function deliveryFieldset(delivery) {
+  const group = el("fieldset", { "data-delivery": "" }, el("legend", { text: "delivery" }),
+    el("p", { class: "hint", text: "Who sends the app's jobs. In mode direct Herald sends them through the provider blocks below; "
+      + "a device whose platform has no block is skipped. Keys are write-only: leave a key empty to keep the stored one." }));
+  const first = ["mode", "url", "timeoutMs", "concurrency", "secretSet"];
+  const rank = (name) => (first.includes(name) ? first.indexOf(name) : first.length);
+  for (const [name, item] of Object.entries(delivery).sort(([a], [b]) => rank(a) - rank(b))) {
+    if (!(name in PROVIDERS)) group.append(fieldRow(`delivery.${name}`, item));
+  }
+  for (const [name, provider] of Object.entries(PROVIDERS)) {
+    const block = delivery[name] && typeof delivery[name] === "object" ? delivery[name] : null;
+    const path = `delivery.${name}`;
+    const body = el("div", { "data-block-body": name, hidden: !block });
+    const fields = [...new Set([...provider.fields, ...Object.keys(block || {})])];
+    for (const field of fields) {
+      const value = block ? block[field] : field.endsWith("Set") ? false : "";
+      const row = fieldRow(`${path}.${field}`, value ?? "");
+      const control = row.querySelector("input, select, textarea");
+      if (provider.placeholders && provider.placeholders[field]) control.placeholder = provider.placeholders[field];
+      body.append(row);
+    }
+    if (provider.secret) {
+      const secretPath = `${path}.${provider.secret}`;
+      body.append(el("div", { class: "field" }, el("span", { class: "name", text: secretPath }),
+        el("textarea", { name: secretPath, "data-write-only": "", autocomplete: "off", spellcheck: "false",
+          placeholder: `${block ? "leave empty to keep the stored key, or paste " : ""}${provider.hint}` }),
+        el("span"), el("span", { class: "error", "data-error-for": secretPath })));
+    }
+    if (name === "webpush") body.append(webPushKeyRow());
+    group.append(el("fieldset", { "data-block": name },
+      el("legend", {}, el("label", { class: "override" },
+        el("input", { type: "checkbox", name: path, checked: Boolean(block), "data-toggles": name }), `${provider.label} (${path})`)),
+      el("span", { class: "error", "data-error-for": path }), body));
+  }
+  return group;
+}
+
+// The app's Web Push public key (POST/GET /v1/settings/delivery/webpush-keys): not a setting,
+// shown in the Web Push block; the key pair is made once, on demand.
+function webPushKeyRow() {
+  return el("div", { class: "field", "data-webpush-keys": "" }, el("span", { class: "name", text: "Web Push public key" }),
+    el("code", { class: "key", "data-webpush-key": "", text: "…" }),
+    el("button", { type: "button", class: "quiet", "data-action": "make-webpush-keys", hidden: true, text: "Make the key pair" }),
+    el("span", { class: "error", "data-error-for": "webpushKeys" }));
+}
+
 function settingsForm(settings) {
   const form = $("#settings-form");
   form.replaceChildren();
   const switches = el("fieldset", {}, el("legend", { text: "App switches" }));
+  let delivery = null;
   for (const [key, value] of ordered(settings)) {
-    if (isEntry(value)) {
+    if (key === "delivery" && value && typeof value === "object" && !Array.isArray(value)) {
+      delivery = deliveryFieldset(value);
+    } else if (isEntry(value)) {
       form.append(el("fieldset", {}, el("legend", { text: key }), fieldRow(key, value.value, value.userCanOverride)));
     } else if (value && typeof value === "object" && !Array.isArray(value) && Object.values(value).some(isEntry)) {
       const group = el("fieldset", {}, el("legend", { text: key }));
@@ -244,6 +314,34 @@ function settingsForm(settings) {
     }
   }
   form.append(switches);
+  if (delivery) form.append(delivery);
+}
+
+// `delivery` for the PATCH: its own fields (not the read-only ones); each provider block that is
+// checked with its fields (an empty one left out, so Herald keeps its value or default; a key only
+// when typed), null for one that was set and is unchecked, nothing for one that stays unset.
+function deliveryPatch(form, delivery, read) {
+  const patch = {};
+  for (const [name, item] of Object.entries(delivery)) {
+    if (!(name in PROVIDERS) && !READ_ONLY.has(`delivery.${name}`)) patch[name] = read(`delivery.${name}`, item);
+  }
+  for (const [name, provider] of Object.entries(PROVIDERS)) {
+    const path = `delivery.${name}`;
+    if (!form.elements[path].checked) {
+      if (delivery[name]) patch[name] = null;
+      continue;
+    }
+    const block = {};
+    for (const control of $$(`[data-block-body='${name}'] [name]`, form)) {
+      const field = control.name.slice(path.length + 1);
+      if (READ_ONLY.has(control.name) || field.includes(".")) continue;
+      if (control.type === "checkbox") block[field] = control.checked;
+      else if (control.value.trim() !== "") block[field] = control.type === "number" ? Number(control.value) : control.value.trim();
+      else if (NULLABLE.has(control.name)) block[field] = null;
+    }
+    patch[name] = block;
+  }
+  return patch;
 }
 
 // The PATCH body from the form: every field, in the shape GET answered.
@@ -271,7 +369,9 @@ function settingsPatch(settings) {
   };
   const patch = {};
   for (const [key, value] of Object.entries(settings)) {
-    if (isEntry(value)) {
+    if (key === "delivery" && value && typeof value === "object" && !Array.isArray(value)) {
+      patch[key] = deliveryPatch(form, value, read);
+    } else if (isEntry(value)) {
       patch[key] = { value: read(key, value.value), userCanOverride: form.elements[`${key}.userCanOverride`].checked };
     } else if (value && typeof value === "object" && !Array.isArray(value) && Object.values(value).some(isEntry)) {
       patch[key] = {};
@@ -297,6 +397,7 @@ const settings = {
     try {
       this.loaded = await api("GET", "/v1/settings/notifications");
       settingsForm(this.loaded);
+      await this.webPushKey();
     } catch (error) { notice(`Settings could not be read: ${error.message}`); }
   },
   async save() {
@@ -304,14 +405,41 @@ const settings = {
     clearErrors(view);
     $("#settings-status").textContent = "";
     try {
-      this.loaded = await api("PATCH", "/v1/settings/notifications", settingsPatch(this.loaded));
+      const patch = settingsPatch(this.loaded);
+      // Removing a provider block removes its stored key too: asked first.
+      const removed = Object.keys(PROVIDERS).filter((name) => patch.delivery && patch.delivery[name] === null);
+      if (removed.length && !(await confirmAction(`Remove ${removed.map((name) => PROVIDERS[name].label).join(", ")} from direct delivery, `
+        + "with its stored key? Its devices get no pushes until it is added again."))) return;
+      this.loaded = await api("PATCH", "/v1/settings/notifications", patch);
       // The first push mode makes delivery's signing secret: shown here this once, not kept in the form.
       const secret = this.loaded.delivery && this.loaded.delivery.secret;
       if (this.loaded.delivery) delete this.loaded.delivery.secret;
       settingsForm(this.loaded);
       $("#settings-status").textContent = `Saved at ${new Date().toLocaleTimeString()}.`
         + (secret ? ` Webhook signing secret (shown once, keep it): ${secret}` : "");
+      await this.webPushKey();
     } catch (error) { showError(view, error); }
+  },
+  // The Web Push public key in the form: GET answers it, or 404 before one is made (the button
+  // then makes it); `make` POSTs, which answers the existing key rather than replace it.
+  async webPushKey(make = false) {
+    const row = $("[data-webpush-keys]");
+    if (!row) return;
+    const button = $("[data-action='make-webpush-keys']", row);
+    try {
+      const keys = await api(make ? "POST" : "GET", "/v1/settings/delivery/webpush-keys");
+      $("[data-webpush-key]", row).textContent = keys.publicKey;
+      button.hidden = true;
+      if (make) clearErrors(row);
+    } catch (error) {
+      if (!make && error.status === 404) {
+        $("[data-webpush-key]", row).textContent = "none yet (browsers need it as applicationServerKey)";
+        button.hidden = false;
+        return;
+      }
+      error.field = "webpushKeys";
+      showError(row, error);
+    }
   },
   async restore() {
     if (!(await confirmAction("Restore every setting of this app to Herald's built-in defaults?"))) return;
@@ -319,6 +447,7 @@ const settings = {
       this.loaded = await api("DELETE", "/v1/settings/notifications");
       settingsForm(this.loaded);
       $("#settings-status").textContent = "Built-in defaults restored.";
+      await this.webPushKey();
     } catch (error) { showError($("#view-settings"), error); }
   },
 };
@@ -619,6 +748,11 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#level-form").addEventListener("submit", (event) => users.setLevel(event));
   $("#create-app-form").addEventListener("submit", (event) => apps.create(event));
   $("#create-key-form").addEventListener("submit", (event) => apps.createKey(event));
+  // A provider block's checkbox shows or hides its fields.
+  $("#settings-form").addEventListener("change", (event) => {
+    const name = event.target.dataset.toggles;
+    if (name) $(`[data-block-body='${name}']`).hidden = !event.target.checked;
+  });
   document.addEventListener("click", (event) => {
     const target = event.target.closest("[data-view], [data-action]");
     if (!target) return;
@@ -627,6 +761,7 @@ document.addEventListener("DOMContentLoaded", () => {
       case "sign-out": session.clear(); show("sign-in"); break;
       case "save-settings": settings.save(); break;
       case "restore-defaults": settings.restore(); break;
+      case "make-webpush-keys": settings.webPushKey(true); break;
       case "inbox-next": users.cursors.push(users.next); users.page(users.next).catch((error) => notice(error.message)); break;
       case "inbox-first": users.cursors = []; users.page(null).catch((error) => notice(error.message)); break;
       case "levels-next": users.levels(users.levelsNext).catch((error) => notice(error.message)); break;

@@ -7,7 +7,10 @@ and see an inbox row with its level, which preferences are the user's, and an ex
 change, page through and remove the user's conversation levels, and see a refused one's error at
 the form; watch the queue,
 requeue a dead job and see a rejected event; sign in with the admin token, create an app and a
-key (the secret shown once) and revoke it; the same page in a narrow window. Throughout: no
+key (the secret shown once) and revoke it; in an app of its own, direct delivery (SPEC §13.4): an
+APNs block with a P-256 key and an FCM block with a service account, whose keys are sent once and
+never shown again, a refused block's error at its field, the Web Push key pair made, a block
+removed after the confirmation; the same page in a narrow window. Throughout: no
 request leaves the server's origin, no script error, no Content-Security-Policy violation.
 Screenshots of each page go to .build/console-screenshots/.
 
@@ -15,11 +18,14 @@ Usage: console_test.py BASE_URL ADMIN_TOKEN CHROMIUM
 """
 import json
 import os
+import re
 import sys
 import time
 import urllib.error
 import urllib.request
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from playwright.sync_api import expect, sync_playwright
 
 BASE, ADMIN, CHROMIUM = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -92,6 +98,145 @@ def setup():
     status, body = call("POST", "/v1/events", keys["ingest"], [joined], content_type="application/cloudevents-batch+json")
     check(status == 200 and body["accepted"] == 1, "alice joins g2: %s" % body)
     return app, keys, job["id"]
+
+
+def pkcs8(key):
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+
+
+def direct_delivery(browser, requests, problems):
+    """SPEC §13.4 through the page, in an app of its own (with no jobs, so nothing is sent): mode
+    direct with an APNs block, its key write-only; an FCM block from a service account's JSON; the
+    Web Push key pair; removing a block."""
+    app = "console-direct-" + os.urandom(3).hex()
+    check(call("POST", "/v1/apps", ADMIN, {"id": app})[0] == 201, "creating the direct-delivery app")
+    status, body = call("POST", "/v1/apps/%s/keys" % app, ADMIN, {"role": "server"})
+    check(status == 201, "its server key")
+    server = body["key"]
+    apns_pem = pkcs8(ec.generate_private_key(ec.SECP256R1()))
+    rsa_pem = pkcs8(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    # Lines of the keys' base64 bodies: none may ever be in the page once saved.
+    secret_lines = [line for pem in (apns_pem, rsa_pem) for line in pem.splitlines()[1:-1]]
+    account = {"type": "service_account", "project_id": "herald-console", "private_key_id": "k1", "private_key": rsa_pem,
+               "client_email": "push@herald-console.iam.gserviceaccount.com", "token_uri": "https://oauth2.googleapis.com/token"}
+
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    page.set_default_timeout(10_000)
+    patches = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("request", lambda request: patches.append(request.post_data or "") if request.method == "PATCH" else None)
+    page.on("pageerror", lambda error: problems.append("script error: %s" % error))
+    page.on("console", lambda message: problems.append(message.text)
+            if message.type == "error" and "Failed to load resource" not in message.text else None)
+    page.goto(BASE + "/console/")
+    page.fill("input[name=token]", server)
+    page.click("[data-action=sign-in]")
+    mode = page.locator("select[name='delivery.mode']")
+    expect(mode).to_be_visible()
+    check(mode.locator("option[value=direct]").count() == 1, "direct is a delivery mode")
+    for path in ["delivery.apns", "delivery.fcm", "delivery.webpush"]:
+        check(not page.locator("input[name='%s']" % path).is_checked(), "%s is not set at first" % path)
+    expect(page.locator("[data-block-body=apns]")).to_be_hidden()
+
+    def shown_text():
+        # What the page shows: its text and every control's value.
+        return page.evaluate("""() => document.body.innerText + '\\n' +
+            [...document.querySelectorAll('input, textarea, select')].map((c) => c.value).join('\\n')""")
+
+    # Direct mode with an APNs block, first without its key: refused at the key's field, nothing saved.
+    mode.select_option("direct")
+    page.check("input[name='delivery.apns']")
+    expect(page.locator("[data-block-body=apns]")).to_be_visible()
+    check(page.locator("input[name='delivery.apns.privateKeySet']").is_disabled(), "privateKeySet is read-only in the form")
+    page.fill("input[name='delivery.apns.teamId']", "TEAM123456")
+    page.fill("input[name='delivery.apns.keyId']", "KEY1234567")
+    page.fill("input[name='delivery.apns.topic']", "com.example.chat")
+    page.click("[data-action=save-settings]")
+    expect(page.locator("[data-error-for='delivery.apns.privateKey']")).to_contain_text("ERR_INVALID_PREFERENCE")
+    check(call("GET", "/v1/settings/notifications", server)[1]["delivery"]["mode"] == "pull", "a refused save changed nothing")
+    page.fill("textarea[name='delivery.apns.privateKey']", apns_pem)
+    page.click("[data-action=save-settings]")
+    expect(page.locator("#settings-status")).to_contain_text("whsec_")
+    delivery = call("GET", "/v1/settings/notifications", server)[1]["delivery"]
+    check(delivery["mode"] == "direct" and delivery["apns"] == {
+        "teamId": "TEAM123456", "keyId": "KEY1234567", "topic": "com.example.chat", "endpoint": "https://api.push.apple.com",
+        "sandboxEndpoint": "https://api.sandbox.push.apple.com", "privateKeySet": True} and delivery["fcm"] is None,
+        "direct delivery through the API: %s" % delivery)
+    # Shown as set, never as text: the textarea is empty again, and no line of the key is on the page.
+    expect(page.locator("input[name='delivery.apns.privateKeySet']")).to_be_checked()
+    expect(page.locator("textarea[name='delivery.apns.privateKey']")).to_have_value("")
+    expect(page.locator("input[name='delivery.apns.teamId']")).to_have_value("TEAM123456")
+    check(not any(line in shown_text() for line in secret_lines), "the APNs key is shown in the page")
+
+    # A change without the key keeps it (the PATCH carries no privateKey); a refused endpoint shows at its field.
+    page.fill("input[name='delivery.apns.endpoint']", "http://api.push.apple.com")
+    page.click("[data-action=save-settings]")
+    expect(page.locator("[data-error-for='delivery.apns.endpoint']")).to_contain_text("https")
+    page.fill("input[name='delivery.apns.endpoint']", "")
+    page.fill("input[name='delivery.apns.topic']", "")
+    sent = len(patches)
+    page.click("[data-action=save-settings]")
+    expect(page.locator("#settings-status")).to_contain_text("Saved")
+    check(sent < len(patches) and "privateKey" not in patches[-1] and "privateKeySet" not in patches[-1],
+          "a save without a new key sends none: %s" % patches[-1:])
+    apns = call("GET", "/v1/settings/notifications", server)[1]["delivery"]["apns"]
+    check(apns["privateKeySet"] is True and apns["topic"] is None and apns["endpoint"] == "https://api.push.apple.com",
+          "the APNs block after a save without its key: %s" % apns)
+
+    # FCM from the service account's JSON text: its email and token URI are shown read-only, its key never.
+    page.check("input[name='delivery.fcm']")
+    page.fill("input[name='delivery.fcm.projectId']", "herald-console")
+    page.fill("textarea[name='delivery.fcm.serviceAccount']", json.dumps(account, indent=2))
+    page.click("[data-action=save-settings]")
+    expect(page.locator("#settings-status")).to_contain_text("Saved")
+    fcm = call("GET", "/v1/settings/notifications", server)[1]["delivery"]["fcm"]
+    check(fcm == {"projectId": "herald-console", "clientEmail": account["client_email"], "tokenUri": account["token_uri"],
+                  "endpoint": "https://fcm.googleapis.com", "serviceAccountSet": True}, "the FCM block through the API: %s" % fcm)
+    email = page.locator("input[name='delivery.fcm.clientEmail']")
+    expect(email).to_have_value(account["client_email"])
+    check(email.is_disabled() and page.locator("input[name='delivery.fcm.tokenUri']").is_disabled()
+          and page.locator("input[name='delivery.fcm.serviceAccountSet']").is_disabled(), "the FCM block's read-only fields")
+    expect(page.locator("textarea[name='delivery.fcm.serviceAccount']")).to_have_value("")
+    check(not any(line in shown_text() for line in secret_lines), "a key is shown in the page")
+
+    # Web Push: no key pair at first; the button makes it, and the page shows the API's public key.
+    check(call("GET", "/v1/settings/delivery/webpush-keys", server)[0] == 404, "no Web Push key pair yet")
+    page.check("input[name='delivery.webpush']")
+    page.fill("input[name='delivery.webpush.subject']", "ops@example.com")
+    page.click("[data-action=save-settings]")
+    expect(page.locator("[data-error-for='delivery.webpush.subject']")).to_contain_text("mailto")
+    page.fill("input[name='delivery.webpush.subject']", "mailto:ops@example.com")
+    page.click("[data-action=save-settings]")
+    expect(page.locator("#settings-status")).to_contain_text("Saved")
+    page.click("[data-action=make-webpush-keys]")
+    expect(page.locator("[data-webpush-key]")).to_have_text(re.compile(r"^B[A-Za-z0-9_-]{86}$"))
+    expect(page.locator("[data-action=make-webpush-keys]")).to_be_hidden()
+    status, keys = call("GET", "/v1/settings/delivery/webpush-keys", server)
+    check(status == 200, "the key pair was made: %s" % keys)
+    expect(page.locator("[data-webpush-key]")).to_have_text(keys["publicKey"])
+    page.reload()
+    expect(page.locator("[data-webpush-key]")).to_have_text(keys["publicKey"])
+    check(not any(line in shown_text() for line in secret_lines), "a key is shown in the page after a reload")
+    page.screenshot(path=os.path.join(SHOTS, "settings-direct.png"), full_page=True)
+    check(call("GET", "/v1/settings/notifications", server)[1]["delivery"]["webpush"] == {"subject": "mailto:ops@example.com"},
+          "the Web Push block through the API")
+
+    # Removing a block (and its key) asks first; cancelled, nothing changes.
+    page.uncheck("input[name='delivery.apns']")
+    expect(page.locator("[data-block-body=apns]")).to_be_hidden()
+    page.click("[data-action=save-settings]")
+    page.click("[data-action=confirm-no]")
+    check(call("GET", "/v1/settings/notifications", server)[1]["delivery"]["apns"] is not None, "a cancelled removal changed nothing")
+    page.click("[data-action=save-settings]")
+    page.click("[data-action=confirm-yes]")
+    expect(page.locator("#settings-status")).to_contain_text("Saved")
+    delivery = call("GET", "/v1/settings/notifications", server)[1]["delivery"]
+    check(delivery["apns"] is None and delivery["fcm"]["serviceAccountSet"] is True and delivery["mode"] == "direct",
+          "the APNs block removed: %s" % delivery)
+    expect(page.locator("input[name='delivery.apns']")).not_to_be_checked()
+    check(not any(line in shown_text() for line in secret_lines) and not any(line in body for body in patches[-2:] for line in secret_lines),
+          "a key is shown in the page or sent again")
+    page.context.close()
 
 
 def main():
@@ -299,6 +444,8 @@ def main():
         check(call("GET", "/v1/whoami", token)[0] == 401, "the revoked key is refused")
         status, body = call("POST", "/v1/apps", ADMIN, {"id": created})
         check(status == 409, "the app exists")
+
+        direct_delivery(browser, requests, problems)
 
         # A narrow window.
         narrow = browser.new_context(viewport={"width": 390, "height": 844}).new_page()

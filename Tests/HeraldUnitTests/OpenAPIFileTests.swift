@@ -31,7 +31,7 @@ struct OpenAPIFileTests {
         #expect(stale == [], "these /v1/me operations differ from their /v1/users twins: run python3 scripts/openapi_me.py --write")
     }
 
-    @Test("the file documents what Herald POSTs (webhooks)")
+    @Test("the file documents what Herald POSTs (webhooks): webhook and gorush mode, and a direct-mode webhook device")
     func webhooks() throws {
         let data = try #require(FileManager.default.contents(atPath: Self.file))
         guard case .object(let root) = try JSONParser.parse(Array(data), maxDepth: 64),
@@ -39,6 +39,6 @@ struct OpenAPIFileTests {
             Issue.record("no webhooks in \(Self.file)")
             return
         }
-        #expect(Set(webhooks.keys) == ["job", "gorush"])
+        #expect(Set(webhooks.keys) == ["job", "gorush", "webhookDevice"])
     }
 }
