@@ -13,7 +13,9 @@ extension PrivateKey {
         let parsed: OpaquePointer? = bytes.withUnsafeBytes { buffer in
             guard let bio = BIO_new_mem_buf(buffer.baseAddress, Int32(buffer.count)) else { return nil }
             defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
+            // a password-protected key is refused, never asked for (OpenSSL's default callback
+            // would prompt on the terminal)
+            return PEM_read_bio_PrivateKey(bio, nil, { _, _, _, _ in 0 }, nil)
         }
         defer { ERR_clear_error() }
         return parsed.map(PrivateKey.init(key:))

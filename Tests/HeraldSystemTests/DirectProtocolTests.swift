@@ -48,8 +48,8 @@ struct DirectProtocolTests {
         let providerToken = try #require(SignedToken.apns(key: apnsKey, keyID: "KEY1234567", teamID: "TEAM123456", issuedAt: now))
         let apns = DirectRequests.APNsCredentials(topic: "com.example.chat", endpoint: "https://127.0.0.1:\(apnsPort)",
                                                   sandboxEndpoint: "https://127.0.0.1:\(apnsPort)")
-        let phone = Device.Target(id: "phone", platform: "apns", token: "a1b2c3", topic: nil, sandbox: false)
-        let badPhone = Device.Target(id: "old", platform: "apns", token: "bad", topic: nil, sandbox: true)
+        let phone = Device.Target(id: "phone", platform: .apns, token: "a1b2c3", topic: nil, sandbox: false)
+        let badPhone = Device.Target(id: "old", platform: .apns, token: "bad", topic: nil, sandbox: true)
         let tokenURI = "https://127.0.0.1:\(httpsPort)/token"
         let assertion = try #require(SignedToken.fcmAssertion(key: fcmKey, clientEmail: "push@example.iam.gserviceaccount.com",
                                                               tokenURI: tokenURI, issuedAt: now))
@@ -57,16 +57,16 @@ struct DirectProtocolTests {
         let access = try #require(DirectRequests.fcmAccessToken(granted[0]), "\(granted[0])")
         #expect(access.expiresIn == 3599)
         let fcm = DirectRequests.FCMCredentials(projectID: "chat-123", endpoint: "https://127.0.0.1:\(httpsPort)")
-        let browser = Device.Target(id: "browser", platform: "webpush", token: subscription, topic: nil, sandbox: false)
+        let browser = Device.Target(id: "browser", platform: .webpush, token: subscription, topic: nil, sandbox: false)
         let webPush = DirectRequests.WebPushCredentials(subject: "mailto:ops@example.com", key: vapidKey)
 
         let requests = [
             DirectRequests.apns(job: Self.job(), device: phone, credentials: apns, providerToken: providerToken, timeoutMs: 5000),
             DirectRequests.apns(job: Self.job(clear: ["m1"]), device: phone, credentials: apns, providerToken: providerToken, timeoutMs: 5000),
             DirectRequests.apns(job: Self.job(), device: badPhone, credentials: apns, providerToken: providerToken, timeoutMs: 5000),
-            DirectRequests.fcm(job: Self.job(), device: Device.Target(id: "pixel", platform: "fcm", token: "fcm-1", topic: nil, sandbox: false),
+            DirectRequests.fcm(job: Self.job(), device: Device.Target(id: "pixel", platform: .fcm, token: "fcm-1", topic: nil, sandbox: false),
                                credentials: fcm, accessToken: access.token, timeoutMs: 5000),
-            DirectRequests.fcm(job: Self.job(), device: Device.Target(id: "gone", platform: "fcm", token: "gone", topic: nil, sandbox: false),
+            DirectRequests.fcm(job: Self.job(), device: Device.Target(id: "gone", platform: .fcm, token: "gone", topic: nil, sandbox: false),
                                credentials: fcm, accessToken: access.token, timeoutMs: 5000),
             try #require(DirectRequests.webPush(job: Self.job(), device: browser, credentials: webPush, nowSeconds: now, timeoutMs: 5000)),
         ]

@@ -80,10 +80,10 @@ struct DeliveryRequestTests {
         var settings = DeliverySettings()
         settings.mode = .gorush
         settings.url = "http://gorush:8088/api/push"
-        let devices = [Device.Target(id: "a", platform: "apns", token: "t1", topic: "com.x", sandbox: false),
-                       Device.Target(id: "b", platform: "apns", token: "t2", topic: "com.x", sandbox: true),
-                       Device.Target(id: "c", platform: "fcm", token: "t3", topic: nil, sandbox: false),
-                       Device.Target(id: "d", platform: "webpush", token: "https://push", topic: nil, sandbox: false)]
+        let devices = [Device.Target(id: "a", platform: .apns, token: "t1", topic: "com.x", sandbox: false),
+                       Device.Target(id: "b", platform: .apns, token: "t2", topic: "com.x", sandbox: true),
+                       Device.Target(id: "c", platform: .fcm, token: "t3", topic: nil, sandbox: false),
+                       Device.Target(id: "d", platform: .webpush, token: "https://push", topic: nil, sandbox: false)]
         let request = try #require(DeliveryRequest.make(job: Self.job(devices: devices), settings: settings))
         let body = try #require(try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any])
         let notifications = try #require(body["notifications"] as? [[String: Any]])
@@ -135,7 +135,7 @@ struct DeliveryRequestTests {
     @Test("the job's event trace: a traceparent header on what is sent, and in the data of webhook and gorush bodies")
     func trace() throws {
         let trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-        var job = Self.job(devices: [Device.Target(id: "c", platform: "fcm", token: "t3", topic: nil, sandbox: false)])
+        var job = Self.job(devices: [Device.Target(id: "c", platform: .fcm, token: "t3", topic: nil, sandbox: false)])
         var settings = DeliverySettings()
         settings.url = "https://example.com/hook"
         for mode in [DeliverySettings.Mode.webhook, .gorush] {

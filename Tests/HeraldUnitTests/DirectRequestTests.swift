@@ -28,7 +28,7 @@ struct DirectRequestTests {
 
     @Test("APNs: HTTP/2 to the device's endpoint, provider token, topic, alert with sound and thread, the job as `herald`")
     func apns() throws {
-        let device = Device.Target(id: "phone", platform: "apns", token: "a1b2", topic: nil, sandbox: false)
+        let device = Device.Target(id: "phone", platform: .apns, token: "a1b2", topic: nil, sandbox: false)
         let request = DirectRequests.apns(job: Self.job(), device: device, credentials: Self.apnsCredentials, providerToken: "TOKEN",
                                           timeoutMs: 5000)
         #expect(request.url == "https://api.push.apple.com/3/device/a1b2" && request.http2)
@@ -43,7 +43,7 @@ struct DirectRequestTests {
         #expect(herald["id"] as? String == "j42" && herald["notification"] == nil && herald["devices"] == nil && herald["data"] != nil)
 
         // sandbox devices, their own topic; a silent job is a background push
-        let sandbox = Device.Target(id: "dev", platform: "apns", token: "c3", topic: "com.example.beta", sandbox: true)
+        let sandbox = Device.Target(id: "dev", platform: .apns, token: "c3", topic: "com.example.beta", sandbox: true)
         let silent = DirectRequests.apns(job: Self.job(clear: ["m1"]), device: sandbox, credentials: Self.apnsCredentials,
                                          providerToken: "TOKEN", timeoutMs: 5000)
         #expect(silent.url == "https://api.sandbox.push.apple.com/3/device/c3" && silent.headers.contains("apns-topic: com.example.beta"))
@@ -76,7 +76,7 @@ struct DirectRequestTests {
     @Test("FCM: messages:send with the access token; data values all strings; android collapse key, tag and count; silent jobs data only")
     func fcm() throws {
         let credentials = DirectRequests.FCMCredentials(projectID: "chat-123", endpoint: "https://fcm.googleapis.com")
-        let device = Device.Target(id: "pixel", platform: "fcm", token: "fcm-token", topic: nil, sandbox: false)
+        let device = Device.Target(id: "pixel", platform: .fcm, token: "fcm-token", topic: nil, sandbox: false)
         let request = DirectRequests.fcm(job: Self.job(), device: device, credentials: credentials, accessToken: "ya29", timeoutMs: 5000)
         #expect(request.url == "https://fcm.googleapis.com/v1/projects/chat-123/messages:send" && request.headers.contains("authorization: Bearer ya29"))
         let message = try #require(try Self.object(request.body)["message"] as? [String: Any])
@@ -132,7 +132,7 @@ struct DirectRequestTests {
         }
 
         let vapid = try #require(PrivateKey.ec(curve: "P-256"))
-        let device = Device.Target(id: "browser", platform: "webpush", token: token, topic: nil, sandbox: false)
+        let device = Device.Target(id: "browser", platform: .webpush, token: token, topic: nil, sandbox: false)
         let request = try #require(DirectRequests.webPush(job: Self.job(), device: device,
                                                           credentials: .init(subject: "mailto:ops@example.com", key: vapid),
                                                           nowSeconds: 1_700_000_000, timeoutMs: 5000))

@@ -8,7 +8,7 @@ enum DeliveryCredentials {
     /// One stored key: its kind, its PEM, and when it was stored (a new key is a new stamp, which
     /// tells a deliverer to drop the tokens it made with the old one).
     struct Stored: Sendable, Equatable {
-        let kind: String
+        let kind: CredentialKind
         let pem: String
         let storedAt: Int64
     }
@@ -20,17 +20,18 @@ enum DeliveryCredentials {
                 try connection.query("""
                     INSERT INTO delivery_credentials (app, kind, secret) VALUES ($1, $2, $3)
                     ON CONFLICT (app, kind) DO UPDATE SET secret = EXCLUDED.secret, created_at = herald_now_ms()
-                    """, [app, change.kind, pem])
+                    """, [app, change.kind.rawValue, pem])
             } else {
-                try connection.query("DELETE FROM delivery_credentials WHERE app = $1 AND kind = $2", [app, change.kind])
+                try connection.query("DELETE FROM delivery_credentials WHERE app = $1 AND kind = $2", [app, change.kind.rawValue])
             }
         }
     }
 
     /// The app's keys.
     static func load(app: String, on connection: PostgresConnection) throws -> [Stored] {
-        try connection.query("SELECT kind, secret, created_at FROM delivery_credentials WHERE app = $1 ORDER BY kind", [app]).map { row in
-            Stored(kind: try row.decode("kind"), pem: try row.decode("secret"), storedAt: try row.decode("created_at"))
+        try connection.query("SELECT kind, secret, created_at FROM delivery_credentials WHERE app = $1 ORDER BY kind", [app]).compactMap { row in
+            guard let kind = CredentialKind(rawValue: try row.decode("kind")) else { return nil }
+            return Stored(kind: kind, pem: try row.decode("secret"), storedAt: try row.decode("created_at"))
         }
     }
 }

@@ -52,7 +52,7 @@ enum DeliveryRequest {
     }
 
     /// gorush platforms (its `POST /api/push`): 1 iOS (APNs), 2 Android (FCM).
-    static let gorushPlatforms = ["apns": 1, "fcm": 2]
+    static let gorushPlatforms: [Platform: Int] = [.apns: 1, .fcm: 2]
 
     /// The job as gorush notifications: one per platform (and, for APNs, per topic and
     /// environment) of the job's devices. Devices on other platforms (webpush, webhook) are not

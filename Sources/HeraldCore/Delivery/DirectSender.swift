@@ -20,8 +20,8 @@ final class DirectSender: Sendable {
     static let accessTokenMarginMs: Int64 = 5 * 60 * 1000
 
     private struct Cache {
-        var stamps: [String: Int64] = [:]
-        var keys: [String: PrivateKey] = [:]
+        var stamps: [CredentialKind: Int64] = [:]
+        var keys: [CredentialKind: PrivateKey] = [:]
         var providerToken: (value: String, issuedAtMs: Int64)?
         var accessToken: (value: String, expiresAtMs: Int64)?
     }
@@ -57,11 +57,11 @@ final class DirectSender: Sendable {
         }
     }
 
-    private func forget(_ kind: String, in cache: inout Cache) {
+    private func forget(_ kind: CredentialKind, in cache: inout Cache) {
         cache.stamps[kind] = nil
         cache.keys[kind] = nil
-        if kind == "apns" { cache.providerToken = nil }
-        if kind == "fcm" { cache.accessToken = nil }
+        if kind == .apns { cache.providerToken = nil }
+        if kind == .fcm { cache.accessToken = nil }
     }
 
     /// Sends a batch; the outcome of each job, in the batch's order.
@@ -126,16 +126,16 @@ final class DirectSender: Sendable {
         let now = currentTimeMilliseconds()
         if renewed {
             cache.withLock { cache in
-                if targets.contains(where: { $0.device.platform == "apns" }) { cache.providerToken = nil }
-                if targets.contains(where: { $0.device.platform == "fcm" }) { cache.accessToken = nil }
+                if targets.contains(where: { $0.device.platform == .apns }) { cache.providerToken = nil }
+                if targets.contains(where: { $0.device.platform == .fcm }) { cache.accessToken = nil }
             }
         }
-        let providerToken = targets.contains { $0.device.platform == "apns" } ? self.providerToken(settings, now: now) : nil
+        let providerToken = targets.contains { $0.device.platform == .apns } ? self.providerToken(settings, now: now) : nil
         var accessToken: (token: String?, error: String?) = (nil, nil)
-        if targets.contains(where: { $0.device.platform == "fcm" }), settings.fcm != nil {
+        if targets.contains(where: { $0.device.platform == .fcm }), settings.fcm != nil {
             accessToken = self.accessToken(settings, context: context, now: now)
         }
-        let vapid = cache.withLock { $0.keys["vapid"] }
+        let vapid = cache.withLock { $0.keys[.vapid] }
 
         var outcomes = [DirectRequests.DeviceOutcome?](repeating: nil, count: targets.count)
         var requests: [OutboundRequest] = []
@@ -145,27 +145,27 @@ final class DirectSender: Sendable {
             let platform = device.platform
             var request: OutboundRequest?
             switch platform {
-            case "apns":
+            case .apns:
                 if let apns = settings.apns, let token = providerToken {
                     request = DirectRequests.apns(job: job, device: device,
                                                   credentials: .init(topic: apns.topic, endpoint: apns.endpoint,
                                                                      sandboxEndpoint: apns.sandboxEndpoint),
                                                   providerToken: token, timeoutMs: settings.timeoutMs)
                 }
-            case "fcm":
+            case .fcm:
                 if let fcm = settings.fcm, accessToken.error == nil, let token = accessToken.token {
                     request = DirectRequests.fcm(job: job, device: device, credentials: .init(projectID: fcm.projectID, endpoint: fcm.endpoint),
                                                  accessToken: token, timeoutMs: settings.timeoutMs)
                 } else if let error = accessToken.error {
                     outcomes[index] = .retry(afterMs: nil, error: error)
-                    context.metrics.deliveryAttempt(platform: platform, outcome: "retry", status: "error")
+                    context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "retry", status: "error")
                     continue
                 }
-            case "webpush":
+            case .webpush:
                 if let webpush = settings.webpush, let vapid {
                     guard let (endpoint, _) = DirectRequests.subscription(token: device.token), endpoint.lowercased().hasPrefix("https://") else {
                         outcomes[index] = .removed(reason: "refused")
-                        context.metrics.deliveryAttempt(platform: platform, outcome: "refused", status: "none")
+                        context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "refused", status: "none")
                         continue
                     }
                     request = DirectRequests.webPush(job: job, device: device,
@@ -173,14 +173,14 @@ final class DirectSender: Sendable {
                                                      nowSeconds: now / 1000, timeoutMs: settings.timeoutMs)
                     if request == nil {
                         outcomes[index] = .failed(error: "the payload could not be encrypted for this subscription")
-                        context.metrics.deliveryAttempt(platform: platform, outcome: "failed", status: "none")
+                        context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "failed", status: "none")
                         continue
                     }
                 }
-            case "webhook":
+            case .webhook:
                 guard device.token.lowercased().hasPrefix("https://"), DeliverySettings.isValidURL(device.token) else {
                     outcomes[index] = .removed(reason: "refused")
-                    context.metrics.deliveryAttempt(platform: platform, outcome: "refused", status: "none")
+                    context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "refused", status: "none")
                     continue
                 }
                 var writer = JSONWriter(reservingCapacity: 1024)
@@ -188,13 +188,11 @@ final class DirectSender: Sendable {
                 var headers = ["webhook-id: \(wireJobID(job.id))"]
                 if let trace = job.traceparent { headers.append("traceparent: \(trace)") }
                 request = OutboundRequest(url: device.token, headers: headers, body: Array(writer.text.utf8), timeoutMs: settings.timeoutMs)
-            default:
-                break
             }
             guard let request else {
                 // SPEC §13.4: a platform without its block (or key) is skipped, and counted
                 outcomes[index] = .failed(error: "no credentials")
-                context.metrics.deliveryAttempt(platform: platform, outcome: "no_credentials", status: "none")
+                context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "no_credentials", status: "none")
                 continue
             }
             requests.append(request)
@@ -204,14 +202,14 @@ final class DirectSender: Sendable {
         let responses = context.client.perform(requests, concurrency: settings.concurrency, shouldStart: context.shouldStart,
                                                prepare: { position, request in
             let target = targets[sent[position]]
-            guard target.device.platform == "webhook" else { return }
+            guard target.device.platform == .webhook else { return }
             DeliveryRequest.sign(&request, jobID: jobs[target.job].id, secrets: context.secrets,
                                  nowSeconds: currentTimeMilliseconds() / 1000)
         }, progress: { event in
             switch event {
             case .started: context.metrics.deliveryStarted()
             case .finished(let position, let response):
-                context.metrics.deliveryFinished(platform: targets[sent[position]].device.platform, seconds: response.seconds)
+                context.metrics.deliveryFinished(platform: targets[sent[position]].device.platform.rawValue, seconds: response.seconds)
             }
         })
         let finished = currentTimeMilliseconds()
@@ -219,20 +217,20 @@ final class DirectSender: Sendable {
             let index = sent[position]
             let platform = targets[index].device.platform
             var outcome: DirectRequests.DeviceOutcome = switch platform {
-            case "apns": DirectRequests.apnsOutcome(response, nowMs: finished)
-            case "fcm": DirectRequests.fcmOutcome(response, nowMs: finished)
-            case "webpush": DirectRequests.webPushOutcome(response, nowMs: finished)
-            default: DirectRequests.webhookDeviceOutcome(response, nowMs: finished)
+            case .apns: DirectRequests.apnsOutcome(response, nowMs: finished)
+            case .fcm: DirectRequests.fcmOutcome(response, nowMs: finished)
+            case .webpush: DirectRequests.webPushOutcome(response, nowMs: finished)
+            case .webhook: DirectRequests.webhookDeviceOutcome(response, nowMs: finished)
             }
             // A provider endpoint of the settings that now resolves to an internal address says
             // nothing about the device: it stays, and this push fails.
-            if response.failure == .refusedAddress, platform == "apns" || platform == "fcm" {
+            if response.failure == .refusedAddress, platform == .apns || platform == .fcm {
                 outcome = .failed(error: DeliverySettings.internalAddressMessage)
             }
             outcomes[index] = outcome
             if response.failure != .notSent {
                 let label = response.failure == .refusedAddress ? "refused" : Self.label(outcome)
-                context.metrics.deliveryAttempt(platform: platform, outcome: label, status: DeliveryRequest.statusClass(response))
+                context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: label, status: DeliveryRequest.statusClass(response))
             }
         }
         return outcomes.map { $0 ?? Self.unsent }
@@ -255,7 +253,7 @@ final class DirectSender: Sendable {
         guard let apns = settings.apns else { return nil }
         return cache.withLock { cache in
             if let token = cache.providerToken, now - token.issuedAtMs < Self.providerTokenReuseMs { return token.value }
-            guard let key = cache.keys["apns"],
+            guard let key = cache.keys[.apns],
                   let token = SignedToken.apns(key: key, keyID: apns.keyID, teamID: apns.teamID, issuedAt: now / 1000) else { return nil }
             cache.providerToken = (token, now)
             return token
@@ -269,7 +267,7 @@ final class DirectSender: Sendable {
         guard let fcm = settings.fcm else { return (nil, nil) }
         let (cached, key) = cache.withLock { cache -> (String?, PrivateKey?) in
             if let token = cache.accessToken, now < token.expiresAtMs - Self.accessTokenMarginMs { return (token.value, nil) }
-            return (nil, cache.keys["fcm"])
+            return (nil, cache.keys[.fcm])
         }
         if let cached { return (cached, nil) }
         guard let key, let assertion = SignedToken.fcmAssertion(key: key, clientEmail: fcm.clientEmail, tokenURI: fcm.tokenURI,

@@ -46,8 +46,18 @@ public struct WebPushSettings: Sendable, Equatable {
 /// A secret given by a PATCH, for `delivery_credentials`: the kind (`apns`, `fcm`) and the key's
 /// PKCS#8 PEM. Nil `pem`: the block was removed, and its secret goes with it.
 struct CredentialChange: Sendable, Equatable {
-    let kind: String
+    let kind: CredentialKind
     let pem: String?
+}
+
+/// The kinds of `delivery_credentials` (the database keeps the name).
+enum CredentialKind: String, Sendable {
+    /// The APNs `.p8` key.
+    case apns
+    /// The FCM service account's key.
+    case fcm
+    /// The app's Web Push key pair.
+    case vapid
 }
 
 extension DeliverySettings {
@@ -57,7 +67,7 @@ extension DeliverySettings {
     static func applyAPNs(_ value: JSONValue, to current: APNsSettings?, field: String, stored: Bool,
                           changes: inout [CredentialChange]) throws(HTTPError) -> APNsSettings? {
         if value == .null {
-            if !stored { changes.append(CredentialChange(kind: "apns", pem: nil)) }
+            if !stored { changes.append(CredentialChange(kind: .apns, pem: nil)) }
             return nil
         }
         guard case .object(let object) = value else { throw PreferenceField.invalid("\(field) must be an object or null", field: field) }
@@ -76,7 +86,7 @@ extension DeliverySettings {
                 guard case .string(let pem) = item, let key = PrivateKey.pem(pem), key.isP256 else {
                     throw PreferenceField.invalid("\(path) must be the PEM text of the APNs .p8 key (an EC P-256 private key)", field: path)
                 }
-                changes.append(CredentialChange(kind: "apns", pem: key.pkcs8PEM))
+                changes.append(CredentialChange(kind: .apns, pem: key.pkcs8PEM))
                 keyGiven = true
             case "privateKeySet" where stored: break
             case "privateKeySet":
@@ -102,7 +112,7 @@ extension DeliverySettings {
     static func applyFCM(_ value: JSONValue, to current: FCMSettings?, field: String, stored: Bool,
                          changes: inout [CredentialChange]) throws(HTTPError) -> FCMSettings? {
         if value == .null {
-            if !stored { changes.append(CredentialChange(kind: "fcm", pem: nil)) }
+            if !stored { changes.append(CredentialChange(kind: .fcm, pem: nil)) }
             return nil
         }
         guard case .object(let object) = value else { throw PreferenceField.invalid("\(field) must be an object or null", field: field) }
@@ -131,7 +141,7 @@ extension DeliverySettings {
                 }
                 if let uri = fields["token_uri"] { block.tokenURI = try endpoint(uri, path + ".token_uri") }
                 block.clientEmail = email
-                changes.append(CredentialChange(kind: "fcm", pem: key.pkcs8PEM))
+                changes.append(CredentialChange(kind: .fcm, pem: key.pkcs8PEM))
                 keyGiven = true
             case "clientEmail", "tokenUri", "serviceAccountSet":
                 throw PreferenceField.invalid("\(path) is set by Herald from \(field).serviceAccount", field: path)

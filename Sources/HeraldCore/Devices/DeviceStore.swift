@@ -1,6 +1,15 @@
 import JSON
 import Postgres
 
+/// A device's platform (SPEC §13.1): which protocol its pushes take (SPEC §13.3–13.4). The
+/// database keeps the name.
+enum Platform: String, Sendable, CaseIterable {
+    case apns, fcm, webpush, webhook
+
+    /// `apns, fcm, webpush or webhook`, for messages.
+    static let names = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
+}
+
 /// A device as the API shows it (SPEC §13.1): where to push, and when it was registered.
 struct Device: Sendable, JSONWritable {
     let target: Target
@@ -8,7 +17,9 @@ struct Device: Sendable, JSONWritable {
     let updatedAt: Int64
 
     init(row: PostgresRow) throws {
-        target = Target(id: try row.decode("id"), platform: try row.decode("platform"), token: try row.decode("token"),
+        let name: String = try row.decode("platform")
+        guard let platform = Platform(rawValue: name) else { throw PostgresError(code: .decoding, message: "an unknown device platform \(name)") }
+        target = Target(id: try row.decode("id"), platform: platform, token: try row.decode("token"),
                         topic: try row.decode("topic"), sandbox: try row.decode("sandbox"))
         createdAt = try row.decode("created_at")
         updatedAt = try row.decode("updated_at")
@@ -25,7 +36,7 @@ struct Device: Sendable, JSONWritable {
     /// The device as a job carries it: where to push, without the bookkeeping.
     struct Target: Sendable, JSONWritable {
         let id: String
-        let platform: String
+        let platform: Platform
         let token: String
         let topic: String?
         let sandbox: Bool
@@ -48,7 +59,7 @@ struct Device: Sendable, JSONWritable {
             guard case .array(let rows) = try JSONParser.parse(Array(json.utf8)) else { return [] }
             return rows.compactMap { row in
                 guard case .array(let fields) = row, fields.count == 5, case .string(let id) = fields[0],
-                      case .string(let platform) = fields[1], case .string(let token) = fields[2],
+                      case .string(let name) = fields[1], let platform = Platform(rawValue: name), case .string(let token) = fields[2],
                       case .bool(let sandbox) = fields[4] else { return nil }
                 let topic: String? = if case .string(let text) = fields[3] { text } else { nil }
                 return Target(id: id, platform: platform, token: token, topic: topic, sandbox: sandbox)
@@ -57,7 +68,7 @@ struct Device: Sendable, JSONWritable {
 
         func writeFields(to device: inout JSONWriter) {
             device.field("id", id)
-            device.field("platform", platform)
+            device.field("platform", platform.rawValue)
             device.field("token", token)
             device.field("topic", topic)
             device.field("sandbox", sandbox)
@@ -77,7 +88,7 @@ struct DeviceStore: Sendable {
 
     /// Adds or replaces device `id` of `uid`. A device with the same platform and token elsewhere
     /// (another user, or another id) is removed: the token has moved here. Runs in a transaction.
-    func register(app: String, uid: String, id: String, platform: String, token: String, topic: String?, sandbox: Bool,
+    func register(app: String, uid: String, id: String, platform: Platform, token: String, topic: String?, sandbox: Bool,
                   on connection: PostgresConnection) throws -> Registration {
         try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':devices:' || $2, 0))", [app, uid])
         // The token moves here: its device elsewhere goes (first, so the unique index is free).
@@ -85,7 +96,7 @@ struct DeviceStore: Sendable {
             DELETE FROM devices d
              WHERE d.app = $1 AND d.platform = $4 AND md5(d.token) = md5($5) AND d.token = $5
                AND NOT (d.uid = $2 AND d.id = $3)
-            """, [app, uid, id, platform, token])
+            """, [app, uid, id, platform.rawValue, token])
         let rows = try connection.query("""
             INSERT INTO devices AS d (app, uid, id, platform, token, topic, sandbox)
             SELECT $1, $2, $3, $4, $5, $6, $7
@@ -95,7 +106,7 @@ struct DeviceStore: Sendable {
                SET platform = EXCLUDED.platform, token = EXCLUDED.token, topic = EXCLUDED.topic,
                    sandbox = EXCLUDED.sandbox, updated_at = herald_now_ms()
             RETURNING \(Self.columns)
-            """, [app, uid, id, platform, token, topic, sandbox, Self.maxPerUser])
+            """, [app, uid, id, platform.rawValue, token, topic, sandbox, Self.maxPerUser])
         guard let row = rows.first else { return .limitReached }
         return .saved(try Device(row: row))
     }

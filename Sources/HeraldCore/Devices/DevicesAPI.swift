@@ -3,7 +3,6 @@ import JSON
 
 /// SPEC §13.1: a user's devices (server role; mirrored on `/v1/me/devices`).
 enum DevicesAPI {
-    static let platforms = ["apns", "fcm", "webpush", "webhook"]
 
     static func register(in router: inout Router<Route>) {
         router.add("GET", "/v1/users/{uid}/devices", Route(access: .server, handler: list))
@@ -24,14 +23,14 @@ enum DevicesAPI {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
         let body = try context.request.jsonObject(fields: ["platform", "token", "topic", "sandbox"])
-        guard case .string(let platform)? = body["platform"], platforms.contains(platform) else {
-            throw HTTPError.badRequest("platform must be apns, fcm, webpush or webhook", field: "platform")
+        guard case .string(let name)? = body["platform"], let platform = Platform(rawValue: name) else {
+            throw HTTPError.badRequest("platform must be \(Platform.names)", field: "platform")
         }
         guard case .string(let token)? = body["token"], (1...4096).contains(token.unicodeScalars.count) else {
             throw HTTPError.badRequest("token must be 1-4096 characters", field: "token", params: ["min": 1, "max": 4096])
         }
         // SPEC §13.4: a browser's token is its PushSubscription, which Herald encrypts for
-        if platform == "webpush", DirectRequests.subscription(token: token) == nil {
+        if platform == .webpush, DirectRequests.subscription(token: token) == nil {
             throw HTTPError.badRequest("a webpush token is the browser's PushSubscription as JSON text: "
                                        + #"{"endpoint": "https://…", "keys": {"p256dh": "<P-256 point>", "auth": "<16 bytes>"}} (base64url)"#,
                                        field: "token")

@@ -39,7 +39,7 @@ enum PreferencesAPI {
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
                 try DeliverySecretStore().removeAll(app: context.app, on: connection)
-                try DeliveryCredentials.store([CredentialChange(kind: "apns", pem: nil), CredentialChange(kind: "fcm", pem: nil)],
+                try DeliveryCredentials.store([CredentialChange(kind: .apns, pem: nil), CredentialChange(kind: .fcm, pem: nil)],
                                               app: context.app, on: connection)
             }
             context.services.delivery.refresh()
