@@ -43,9 +43,9 @@ public struct HTTPError: Error, Sendable, Equatable {
     public static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no such route")
 
     /// `405 ERR_METHOD_NOT_ALLOWED` with the `Allow` header.
-    public static func methodNotAllowed(allowed: [String]) -> HTTPError {
+    public static func methodNotAllowed(allowed: [HTTPMethod]) -> HTTPError {
         HTTPError(status: 405, code: "ERR_METHOD_NOT_ALLOWED", message: "method not allowed on this route",
-                  headers: ["Allow": allowed.joined(separator: ", ")])
+                  headers: ["Allow": allowed.map(\.rawValue).joined(separator: ", ")])
     }
 
     /// `413 ERR_PAYLOAD_TOO_LARGE`, naming the limit in `params.max`.

@@ -366,7 +366,7 @@ private func makeRequest(_ connection: OpaquePointer, url: UnsafePointer<CChar>?
     MHD_get_connection_values(connection, .HEADER_KIND, collectValue, Unmanaged.passUnretained(headers).toOpaque())
     MHD_get_connection_values(connection, .GET_ARGUMENT_KIND, collectValue, Unmanaged.passUnretained(query).toOpaque())
     return Request(
-        method: method.map { String(cString: $0) } ?? "GET",
+        method: method.map { HTTPMethod(String(cString: $0)) } ?? .get,
         path: url.map { String(cString: $0) } ?? "/",
         query: query.values,
         headers: headers.values,

@@ -1,7 +1,7 @@
 /// An HTTP request as the handlers see it: a plain value, read in full before the handler runs.
 public struct Request: Sendable {
-    /// Upper-case method (`GET`, `POST`, …).
-    public let method: String
+    /// The method (`.get`, `.post`, …).
+    public let method: HTTPMethod
     /// The path without the query string, percent-decoded.
     public let path: String
     /// Query parameters, percent-decoded; the first value of a repeated name.
@@ -23,7 +23,7 @@ public struct Request: Sendable {
     public let invalidPathSegments: [Int]
 
     /// A request as the server builds it (tests build them too).
-    public init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:],
+    public init(method: HTTPMethod, path: String, query: [String: String] = [:], headers: [String: String] = [:],
                 body: [UInt8] = [], bodyTooLarge: Bool = false, id: String = "test", startedAt: UInt64 = 0,
                 deferral: Deferral? = nil, invalidPathSegments: [Int] = []) {
         self.method = method

@@ -6,7 +6,7 @@ public struct Router<Value: Sendable>: Sendable {
     /// What a lookup found.
     public enum Match: Sendable {
         case found(Value, pattern: String, parameters: [String: String])
-        case methodNotAllowed(allowed: [String], pattern: String)
+        case methodNotAllowed(allowed: [HTTPMethod], pattern: String)
         case notFound
     }
 
@@ -16,7 +16,7 @@ public struct Router<Value: Sendable>: Sendable {
     }
 
     private struct Route: Sendable {
-        let method: String
+        let method: HTTPMethod
         let pattern: String
         let segments: [Segment]
         let value: Value
@@ -30,17 +30,17 @@ public struct Router<Value: Sendable>: Sendable {
     public init() {}
 
     /// Every registered (method, pattern) pair, in registration order.
-    public var patterns: [(method: String, pattern: String)] {
+    public var patterns: [(method: HTTPMethod, pattern: String)] {
         routes.map { ($0.method, $0.pattern) }
     }
 
     /// Every registered route with its value, in registration order (to derive routes from others).
-    public var entries: [(method: String, pattern: String, value: Value)] {
+    public var entries: [(method: HTTPMethod, pattern: String, value: Value)] {
         routes.map { ($0.method, $0.pattern, $0.value) }
     }
 
     /// Registers `value` for `method` on `pattern` (`/v1/apps/{app}/keys`).
-    public mutating func add(_ method: String, _ pattern: String, _ value: Value) {
+    public mutating func add(_ method: HTTPMethod, _ pattern: String, _ value: Value) {
         let segments = Self.split(pattern).map { part -> Segment in
             if part.hasPrefix("{") && part.hasSuffix("}") {
                 return .parameter(String(part.dropFirst().dropLast()))
@@ -55,11 +55,11 @@ public struct Router<Value: Sendable>: Sendable {
     }
 
     /// Finds the route for `method` and `path`.
-    public func match(method: String, path: String) -> Match {
+    public func match(method: HTTPMethod, path: String) -> Match {
         let parts = Self.split(path)
         var best: (route: Route, parameters: [String: String])?
         var bestForAnyMethod: Route?
-        var allowed: [String] = []
+        var allowed: [HTTPMethod] = []
         for route in routesByLength[parts.count] ?? [] {
             guard let parameters = Self.bind(route.segments, to: parts) else { continue }
             if let current = bestForAnyMethod {
@@ -79,7 +79,7 @@ public struct Router<Value: Sendable>: Sendable {
             return .found(best.route.value, pattern: best.route.pattern, parameters: best.parameters)
         }
         if let any = bestForAnyMethod {
-            return .methodNotAllowed(allowed: allowed.sorted(), pattern: any.pattern)
+            return .methodNotAllowed(allowed: allowed.sorted { $0.rawValue < $1.rawValue }, pattern: any.pattern)
         }
         return .notFound
     }

@@ -252,7 +252,7 @@ public final class PostgresConnection: @unchecked Sendable {
                 close()
                 throw PostgresError(code: .connectionLost, sqlState: sqlState, message: message, sql: sql)
             }
-            if sqlState == PostgresError.readOnlyState { mustReconnect = true }
+            if sqlState == PostgresError.SQLState.readOnlySQLTransaction { mustReconnect = true }
             throw PostgresError(code: .server, sqlState: sqlState, message: message,
                                 detail: field(UInt8(ascii: "D")), constraint: field(UInt8(ascii: "n")), sql: sql)
         }

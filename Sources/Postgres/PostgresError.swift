@@ -60,20 +60,31 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
         guard let state = sqlState else { return false }
         // Class 08: connection exception; 57P01-57P03: admin shutdown, crash shutdown, cannot
         // connect now; 25006: the server cannot write (a standby, or a primary being demoted).
-        return state.hasPrefix("08") || state == "57P01" || state == "57P02" || state == "57P03"
-            || state == Self.readOnlyState
+        return state.hasPrefix("08") || state == SQLState.adminShutdown || state == SQLState.crashShutdown
+            || state == SQLState.cannotConnectNow || state == SQLState.readOnlySQLTransaction
     }
 
-    /// `read_only_sql_transaction`: the connection reached a server that cannot write. The
-    /// connection is replaced before its next use (`PostgresConnection.ensureAlive`).
-    static let readOnlyState = "25006"
+    /// The SQLSTATEs Herald acts on (PostgreSQL's Appendix A), by name, so that no caller
+    /// compares a bare code.
+    public enum SQLState {
+        public static let uniqueViolation = "23505"
+        public static let serializationFailure = "40001"
+        public static let deadlockDetected = "40P01"
+        public static let undefinedTable = "42P01"
+        /// The connection reached a server that cannot write. The connection is replaced before
+        /// its next use (`PostgresConnection.ensureAlive`).
+        public static let readOnlySQLTransaction = "25006"
+        public static let adminShutdown = "57P01"
+        public static let crashShutdown = "57P02"
+        public static let cannotConnectNow = "57P03"
+    }
 
-    /// True when running the same transaction again may succeed: a deadlock (`40P01`) or a
-    /// serialization failure (`40001`).
-    public var isTransient: Bool { sqlState == "40P01" || sqlState == "40001" }
+    /// True when running the same transaction again may succeed: a deadlock or a serialization
+    /// failure.
+    public var isTransient: Bool { sqlState == SQLState.deadlockDetected || sqlState == SQLState.serializationFailure }
 
-    /// True for a unique-constraint violation (`23505`).
-    public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// True for a unique-constraint violation.
+    public var isUniqueViolation: Bool { sqlState == SQLState.uniqueViolation }
 
     /// Code, SQLSTATE and message, for the log; never parameter values.
     public var description: String {

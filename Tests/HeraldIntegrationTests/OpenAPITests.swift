@@ -37,7 +37,7 @@ struct OpenAPITests {
                 documented.insert(method.uppercased() + " " + path)
             }
         }
-        let served = Set(environment.server.service.routes.map { $0.method + " " + $0.pattern })
+        let served = Set(environment.server.service.routes.map { $0.method.rawValue + " " + $0.pattern })
         #expect(!served.isEmpty)
         #expect(served.subtracting(documented).sorted() == [], "served but not in /openapi.json")
         #expect(documented.subtracting(served).sorted() == [], "in /openapi.json but not served")

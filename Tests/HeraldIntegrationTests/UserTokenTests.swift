@@ -164,11 +164,11 @@ struct UserTokenTests {
             #expect(routes.contains { $0.method == route.method && $0.pattern == mirror }, "\(route.method) \(mirror)")
             let path = mirror.replacing("{messageId}", with: "m1").replacing("{deviceId}", with: "d1")
                 .replacing("{conversationId}", with: "group_g1")
-            let response = try client.send(route.method, path, token: token, headers: ["Content-Type": "application/json"], body: Array("{}".utf8))
+            let response = try client.send(route.method.rawValue, path, token: token, headers: ["Content-Type": "application/json"], body: Array("{}".utf8))
             // Served and allowed: no 401/403/405, and no route-level 404 (a domain 404 such as
             // ERR_DEVICE_NOT_FOUND is the route answering).
             #expect(![401, 403, 405].contains(response.status) && response.errorCode != "ERR_NOT_FOUND",
-                    "\(route.method) \(path): \(response.text)")
+                    "\(route.method.rawValue) \(path): \(response.text)")
         }
         #expect(routes.filter { $0.pattern.hasPrefix("/v1/me/") }.count == users.count)
     }

@@ -14,7 +14,7 @@ struct ConnectionRetryTests {
     /// returns how many times the work ran and whether it answered.
     func run(_ method: String, failures: [PostgresError]) -> (runs: Int, answered: Bool) {
         let runs = Mutex(0)
-        let answered = (try? RequestPipeline.againIfConnectionLost(Request(method: method, path: "/v1/users/u1/threads")) { () throws -> Int in
+        let answered = (try? RequestPipeline.againIfConnectionLost(Request(method: HTTPMethod(method), path: "/v1/users/u1/threads")) { () throws -> Int in
             let run = runs.withLock { count in count += 1; return count }
             if run <= failures.count { throw failures[run - 1] }
             return 200

@@ -44,7 +44,7 @@ struct HTTPErrorTests {
         let unavailable = HTTPError.unavailable().response
         #expect(unavailable.status == 503)
         #expect(unavailable.header("retry-after") != nil)
-        #expect(HTTPError.methodNotAllowed(allowed: ["GET", "POST"]).response.header("Allow") == "GET, POST")
+        #expect(HTTPError.methodNotAllowed(allowed: [.get, .post]).response.header("Allow") == "GET, POST")
     }
 
     @Test("the 500 body says nothing about the cause")
@@ -67,7 +67,7 @@ struct HTTPErrorTests {
         (#"{}"#, "jobs"),
     ])
     func decodingPaths(body: String, field: String) {
-        let request = Request(method: "POST", path: "/", body: Array(body.utf8))
+        let request = Request(method: .post, path: "/", body: Array(body.utf8))
         #expect(throws: HTTPError.self) { _ = try request.decodeJSON(Jobs.self) }
         do {
             _ = try request.decodeJSON(Jobs.self)
@@ -80,7 +80,7 @@ struct HTTPErrorTests {
 
     @Test("a body that is not JSON is a 400 without a field")
     func notJSON() {
-        let request = Request(method: "POST", path: "/", body: Array("{\"jobs\":".utf8))
+        let request = Request(method: .post, path: "/", body: Array("{\"jobs\":".utf8))
         do {
             _ = try request.decodeJSON(Jobs.self)
             Issue.record("expected an error")

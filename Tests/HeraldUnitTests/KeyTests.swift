@@ -66,7 +66,7 @@ struct KeyTests {
     @Test("bearer tokens are read case-insensitively and nothing else is accepted")
     func bearer() {
         func token(_ header: String?) -> String? {
-            Authenticator.bearerToken(Request(method: "GET", path: "/", headers: header.map { ["Authorization": $0] } ?? [:]))
+            Authenticator.bearerToken(Request(method: .get, path: "/", headers: header.map { ["Authorization": $0] } ?? [:]))
         }
         #expect(token("Bearer abc") == "abc")
         #expect(token("bearer  abc ") == "abc")

@@ -5,19 +5,19 @@ import Testing
 struct RouterTests {
     func router() -> Router<String> {
         var router = Router<String>()
-        router.add("GET", "/v1/apps", "list apps")
-        router.add("POST", "/v1/apps", "create app")
-        router.add("GET", "/v1/apps/{app}/keys", "list keys")
-        router.add("DELETE", "/v1/apps/{app}/keys/{keyId}", "revoke key")
-        router.add("POST", "/v1/users/{uid}/threads/read", "read all")
-        router.add("POST", "/v1/users/{uid}/threads/{messageId}/read", "read one")
-        router.add("GET", "/v1/users/{uid}/threads/{messageId}", "thread")
+        router.add(.get, "/v1/apps", "list apps")
+        router.add(.post, "/v1/apps", "create app")
+        router.add(.get, "/v1/apps/{app}/keys", "list keys")
+        router.add(.delete, "/v1/apps/{app}/keys/{keyId}", "revoke key")
+        router.add(.post, "/v1/users/{uid}/threads/read", "read all")
+        router.add(.post, "/v1/users/{uid}/threads/{messageId}/read", "read one")
+        router.add(.get, "/v1/users/{uid}/threads/{messageId}", "thread")
         return router
     }
 
     @Test("a literal route matches by method")
     func literal() {
-        guard case .found(let value, let pattern, let parameters) = router().match(method: "POST", path: "/v1/apps") else {
+        guard case .found(let value, let pattern, let parameters) = router().match(method: .post, path: "/v1/apps") else {
             Issue.record("no match"); return
         }
         #expect(value == "create app")
@@ -27,7 +27,7 @@ struct RouterTests {
 
     @Test("path parameters are bound by name")
     func parameters() {
-        guard case .found(let value, _, let parameters) = router().match(method: "DELETE", path: "/v1/apps/acme/keys/k1") else {
+        guard case .found(let value, _, let parameters) = router().match(method: .delete, path: "/v1/apps/acme/keys/k1") else {
             Issue.record("no match"); return
         }
         #expect(value == "revoke key")
@@ -36,12 +36,12 @@ struct RouterTests {
 
     @Test("a literal segment beats a parameter at the same place")
     func specificity() {
-        guard case .found(let value, _, let parameters) = router().match(method: "POST", path: "/v1/users/u1/threads/read") else {
+        guard case .found(let value, _, let parameters) = router().match(method: .post, path: "/v1/users/u1/threads/read") else {
             Issue.record("no match"); return
         }
         #expect(value == "read all")
         #expect(parameters == ["uid": "u1"])
-        guard case .found(let other, _, let otherParameters) = router().match(method: "POST", path: "/v1/users/u1/threads/m9/read") else {
+        guard case .found(let other, _, let otherParameters) = router().match(method: .post, path: "/v1/users/u1/threads/m9/read") else {
             Issue.record("no match"); return
         }
         #expect(other == "read one")
@@ -50,7 +50,7 @@ struct RouterTests {
 
     @Test("a less specific route still serves a method the literal one lacks")
     func fallbackToParameterForOtherMethod() {
-        guard case .found(let value, _, let parameters) = router().match(method: "GET", path: "/v1/users/u1/threads/read") else {
+        guard case .found(let value, _, let parameters) = router().match(method: .get, path: "/v1/users/u1/threads/read") else {
             Issue.record("no match"); return
         }
         #expect(value == "thread")
@@ -59,17 +59,17 @@ struct RouterTests {
 
     @Test("a known path with another method is 405 with the allowed methods")
     func methodNotAllowed() {
-        guard case .methodNotAllowed(let allowed, let pattern) = router().match(method: "PUT", path: "/v1/apps") else {
+        guard case .methodNotAllowed(let allowed, let pattern) = router().match(method: .put, path: "/v1/apps") else {
             Issue.record("expected 405"); return
         }
-        #expect(allowed == ["GET", "POST"])
+        #expect(allowed == [.get, .post])
         #expect(pattern == "/v1/apps")
     }
 
     @Test("unknown paths, extra segments, trailing slashes and empty parameters are 404",
           arguments: ["/", "/v1", "/v1/apps/", "/v1/apps/acme", "/v1/apps//keys", "/v1/apps/acme/keys/k1/x", "/v2/apps"])
     func notFound(path: String) {
-        guard case .notFound = router().match(method: "GET", path: path) else {
+        guard case .notFound = router().match(method: .get, path: path) else {
             Issue.record("\(path) should be 404"); return
         }
     }

@@ -5,7 +5,7 @@ import JSON
 /// `/v1/me/changes`).
 enum ChangesAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/v1/users/{uid}/changes", Route(access: .server, handler: changes))
+        router.add(.get, "/v1/users/{uid}/changes", Route(access: .server, handler: changes))
     }
 
     static func changes(_ context: RequestContext) throws -> Response {

@@ -13,12 +13,12 @@ enum ConsoleAPI {
     ]
 
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/console", Route(access: .public) { _ in
+        router.add(.get, "/console", Route(access: .public) { _ in
             Response(status: 308, headers: [("Location", "/console/"), ("Content-Type", "application/json")],
                      body: Array(#"{"location":"/console/"}"#.utf8))
         })
-        router.add("GET", "/console/", Route(access: .public) { context in try file("index.html", context) })
-        router.add("GET", "/console/{file}", Route(access: .public) { context in try file(context.parameter("file"), context) })
+        router.add(.get, "/console/", Route(access: .public) { context in try file("index.html", context) })
+        router.add(.get, "/console/{file}", Route(access: .public) { context in try file(context.parameter("file"), context) })
     }
 
     static func file(_ name: String, _ context: RequestContext) throws(HTTPError) -> Response {

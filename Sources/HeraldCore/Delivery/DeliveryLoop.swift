@@ -288,7 +288,7 @@ final class AppDeliverer: Sendable {
             try JobQueue.release(app: app, unsent, on: connection)
             return (acked, states)
         }
-        let dead = states.values.filter { $0 == "dead" }.count
+        let dead = states.values.filter { $0 == .dead }.count
         metrics.add(.jobsAcked, acked.count)
         metrics.add(.jobsRetried, states.count - dead)
         metrics.add(.jobsDead, dead)

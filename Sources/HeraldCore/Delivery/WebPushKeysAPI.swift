@@ -11,7 +11,7 @@ enum WebPushKeysAPI {
     static let path = "/v1/settings/delivery/webpush-keys"
 
     static func register(in router: inout Router<Route>) {
-        router.add("POST", path, Route(access: .server) { context in
+        router.add(.post, path, Route(access: .server) { context in
             let (publicKey, made) = try context.services.database.withTransaction { connection -> (String, Bool) in
                 if let existing = try read(app: context.app, on: connection) { return (existing, false) }
                 guard let key = PrivateKey.ec(curve: "P-256"), let point = key.p256PublicPoint else { throw HTTPError.internalError }
@@ -26,7 +26,7 @@ enum WebPushKeysAPI {
             }
             return .json(JSONValue.object(["publicKey": .string(publicKey)]), status: made ? 201 : 200)
         })
-        router.add("GET", path, Route(access: .server) { context in
+        router.add(.get, path, Route(access: .server) { context in
             guard let publicKey = try context.services.database.withConnection({ try read(app: context.app, on: $0) }) else {
                 throw HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "the app has no Web Push key pair: POST \(path) makes one")
             }

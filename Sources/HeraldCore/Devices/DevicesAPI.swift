@@ -5,9 +5,9 @@ import JSON
 enum DevicesAPI {
 
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/v1/users/{uid}/devices", Route(access: .server, handler: list))
-        router.add("PUT", "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, accepts: Route.json, handler: put))
-        router.add("DELETE", "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, handler: delete))
+        router.add(.get, "/v1/users/{uid}/devices", Route(access: .server, handler: list))
+        router.add(.put, "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, accepts: Route.json, handler: put))
+        router.add(.delete, "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, handler: delete))
     }
 
     static let notFound = HTTPError(status: 404, code: "ERR_DEVICE_NOT_FOUND", message: "the user has no device with this id",

@@ -39,7 +39,7 @@ public struct RequestPipeline: Sendable {
     }
 
     /// Every (method, pattern) served, for documentation and tests.
-    public var routes: [(method: String, pattern: String)] { router.patterns }
+    public var routes: [(method: HTTPMethod, pattern: String)] { router.patterns }
 
     /// The responder given to the HTTP server.
     public func respond(_ request: Request) -> Response {
@@ -51,7 +51,7 @@ public struct RequestPipeline: Sendable {
             response = HTTPError.notFound.response
         case .methodNotAllowed(let allowed, let matched):
             pattern = matched
-            if request.method == "OPTIONS", UserRoutes.isMirror(matched), let origin = request.header("origin"),
+            if request.method == .options, UserRoutes.isMirror(matched), let origin = request.header("origin"),
                let method = request.header("access-control-request-method") {
                 response = preflight(origin: origin, method: method, allowed: allowed, request: request, pattern: matched)
             } else {
@@ -102,14 +102,14 @@ public struct RequestPipeline: Sendable {
     static func againIfConnectionLost<T>(_ request: Request, _ work: () throws -> T) throws -> T {
         do {
             return try work()
-        } catch let error as PostgresError where error.code == .connectionLost && (request.method == "GET" || request.method == "HEAD") {
+        } catch let error as PostgresError where error.code == .connectionLost && (request.method == .get || request.method == .head) {
             return try work()
         }
     }
 
     /// A CORS preflight for a user route, which carries no token: the origin must be listed by
     /// some app (the request itself is then allowed only for the token's app).
-    private func preflight(origin: String, method: String, allowed: [String], request: Request, pattern: String) -> Response {
+    private func preflight(origin: String, method: String, allowed: [HTTPMethod], request: Request, pattern: String) -> Response {
         do {
             let listed = try services.database.withConnection { try TokenKeyStore().anyAppAllows(origin: origin, on: $0) }
             return CORS.preflight(origin: origin, method: method, allowed: allowed, originListed: listed)
@@ -172,11 +172,11 @@ public struct RequestPipeline: Sendable {
 
     private func logRequest(_ request: Request, pattern: String, principal: Principal, status: Int, extra: [String: JSONValue] = [:]) {
         let durationMs = Double(monotonicNanoseconds() &- request.startedAt) / 1_000_000
-        services.metrics.observe(method: request.method, route: pattern, status: status, seconds: durationMs / 1000)
+        services.metrics.observe(method: request.method.rawValue, route: pattern, status: status, seconds: durationMs / 1000)
         var fields = extra
         fields.merge([
             "requestId": .string(request.id),
-            "method": .string(request.method),
+            "method": .string(request.method.rawValue),
             "route": .string(pattern),
             "status": .int(status),
             "durationMs": .double((durationMs * 1000).rounded() / 1000),

@@ -5,9 +5,9 @@ import JSON
 /// SPEC §6: the thread inbox and read marks (server role).
 enum InboxAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/v1/users/{uid}/threads", Route(access: .server, handler: list))
-        router.add("POST", "/v1/users/{uid}/threads/{messageId}/read", Route(access: .server, accepts: Route.json, handler: readOne))
-        router.add("POST", "/v1/users/{uid}/threads/read", Route(access: .server, accepts: Route.json, handler: readAll))
+        router.add(.get, "/v1/users/{uid}/threads", Route(access: .server, handler: list))
+        router.add(.post, "/v1/users/{uid}/threads/{messageId}/read", Route(access: .server, accepts: Route.json, handler: readOne))
+        router.add(.post, "/v1/users/{uid}/threads/read", Route(access: .server, accepts: Route.json, handler: readAll))
     }
 
     /// The JSON of one inbox row, built by PostgreSQL (`s` subscriptions, `t` threads, `$2` the owner).

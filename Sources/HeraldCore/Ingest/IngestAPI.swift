@@ -7,10 +7,10 @@ import JSON
 /// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
 enum IngestAPI {
     static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
-        router.add("POST", "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { context in
+        router.add(.post, "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { context in
             try limiter.run { try ingest(context) }
         })
-        router.add("GET", "/v1/events/rejected", Route(access: .server, handler: listRejected))
+        router.add(.get, "/v1/events/rejected", Route(access: .server, handler: listRejected))
     }
 
     static func ingest(_ context: RequestContext) throws -> Response {

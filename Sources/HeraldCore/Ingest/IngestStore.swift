@@ -106,7 +106,7 @@ public struct IngestStore: Sendable {
                 for (_, event) in original where needed.groups {
                     if case .messageCreated(let m) = event.event, let group = m.conversation.groupID { extra.group(group) }
                 }
-            } catch let error as PostgresError where error.sqlState == "23505" && !jobsMayExist && attempt < 3 {
+            } catch let error as PostgresError where error.isUniqueViolation && !jobsMayExist && attempt < 3 {
                 // A job that was thought new exists: run again inserting with ON CONFLICT.
                 jobsMayExist = true
             }

@@ -92,7 +92,7 @@ extension LockSet {
                 held.formUnion(needed.locks)
             }
         }
-        throw PostgresError(code: .server, sqlState: "40001", message: "the thread kept moving while its locks were taken")
+        throw PostgresError(code: .server, sqlState: PostgresError.SQLState.serializationFailure, message: "the thread kept moving while its locks were taken")
     }
 }
 

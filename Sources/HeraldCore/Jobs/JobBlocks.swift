@@ -65,7 +65,7 @@ enum JobBlocks {
     /// retries) the devices already done, as a JSON array's text.
     struct Move {
         let id: Int64
-        let state: String
+        let state: JobQueue.State
         let attempt: Int
         let delay: Int64?
         let error: String?
@@ -92,7 +92,7 @@ enum JobBlocks {
             UPDATE job_block_marks k SET moved = k.moved | m.mask
               FROM (SELECT x.id / 1024 AS block, bit_or(herald_bit((x.id % 1024)::int + 1)) AS mask FROM x GROUP BY 1) m
              WHERE k.block = m.block
-            """, [jobs.map(\.id), jobs.map(\.state), jobs.map(\.attempt), jobs.map(\.delay), jobs.map(\.error), jobs.map(\.done)])
+            """, [jobs.map(\.id), jobs.map(\.state.rawValue), jobs.map(\.attempt), jobs.map(\.delay), jobs.map(\.error), jobs.map(\.done)])
         try endSettledLeases(blocks: jobs.map { place($0.id).block }, on: connection)
     }
 

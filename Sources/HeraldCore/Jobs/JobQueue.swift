@@ -6,6 +6,12 @@ import Postgres
 enum JobQueue {
     static let maxAttempts = 8
 
+    /// A job's state (SPEC §9), as `job_rows.state` keeps it; `ready` with a future
+    /// `available_at` is a retry waiting for its backoff.
+    enum State: String, Sendable {
+        case ready, leased, acked, dead
+    }
+
     /// A job acknowledged, with the devices its push service refused.
     struct Ack {
         let id: Int64
@@ -192,12 +198,12 @@ enum JobQueue {
     /// Fails the jobs whose attempt is current: each is retried later or dead. Returns the
     /// state each handled job is in now (`ready` or `dead`), by id. Runs in the caller's
     /// transaction.
-    static func fail(app: String, _ failures: [Failure], on connection: PostgresConnection) throws -> [Int64: String] {
+    static func fail(app: String, _ failures: [Failure], on connection: PostgresConnection) throws -> [Int64: State] {
         guard !failures.isEmpty else { return [:] }
         let parts = try split(app: app, failures, id: \.id, attempt: \.attempt, on: connection)
         var marks = parts.marks
         let rowFailures = parts.rows
-        var states: [Int64: String] = [:]
+        var states: [Int64: State] = [:]
         var moves: [JobBlocks.Move] = []
         for failure in failures where failure.attempt == 1 {
             let (block, position) = JobBlocks.place(failure.id)
@@ -205,10 +211,10 @@ enum JobQueue {
             state.moved[position] = true
             marks[block] = state
             let dead = !failure.retryable || failure.attempt >= maxAttempts
-            moves.append(JobBlocks.Move(id: failure.id, state: dead ? "dead" : "ready", attempt: 1,
+            moves.append(JobBlocks.Move(id: failure.id, state: dead ? .dead : .ready, attempt: 1,
                                         delay: failure.retryAfterMs ?? backoffMs(attempt: 1), error: Self.clean(failure.error),
                                         done: failure.doneJSON))
-            states[failure.id] = dead ? "dead" : "ready"
+            states[failure.id] = dead ? .dead : .ready
         }
         try JobBlocks.moveOut(moves, on: connection)
         if !rowFailures.isEmpty {
@@ -227,9 +233,9 @@ enum JobQueue {
                       rowFailures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) },
                       rowFailures.map { !$0.retryable || $0.attempt >= maxAttempts },
                       rowFailures.map { Self.clean($0.error) }, rowFailures.map(\.doneJSON)])
-            for row in rows { states[try row.decode(0, as: Int64.self)] = try row.decode(1, as: String.self) }
+            for row in rows { states[try row.decode(0, as: Int64.self)] = State(rawValue: try row.decode(1, as: String.self)) }
         }
-        if states.values.contains("ready") { try announce(app: app, on: connection) }
+        if states.values.contains(.ready) { try announce(app: app, on: connection) }
         return states
     }
 
@@ -252,7 +258,7 @@ enum JobQueue {
         let moves = jobs.filter { job in
             let (block, position) = JobBlocks.place(job.id)
             return job.attempt == 1 && marks[block]?.isLeased(position) == true
-        }.map { JobBlocks.Move(id: $0.id, state: "ready", attempt: 0, delay: nil, error: nil, done: nil) }
+        }.map { JobBlocks.Move(id: $0.id, state: .ready, attempt: 0, delay: nil, error: nil, done: nil) }
         try JobBlocks.moveOut(moves, on: connection)
         var released = moves.count
         if !rowJobs.isEmpty {

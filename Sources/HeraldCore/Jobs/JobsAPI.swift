@@ -6,12 +6,12 @@ import JSON
 enum JobsAPI {
 
     static func register(in router: inout Router<Route>) {
-        router.add("POST", "/v1/jobs/claim", Route(access: .worker, accepts: Route.json, handler: claim))
-        router.add("POST", "/v1/jobs/ack", Route(access: .worker, accepts: Route.json, handler: ack))
-        router.add("POST", "/v1/jobs/fail", Route(access: .worker, accepts: Route.json, handler: fail))
-        router.add("GET", "/v1/jobs/stats", Route(access: .worker, handler: stats))
-        router.add("GET", "/v1/jobs/dead", Route(access: .worker, handler: dead))
-        router.add("POST", "/v1/jobs/dead/requeue", Route(access: .worker, accepts: Route.json, handler: requeue))
+        router.add(.post, "/v1/jobs/claim", Route(access: .worker, accepts: Route.json, handler: claim))
+        router.add(.post, "/v1/jobs/ack", Route(access: .worker, accepts: Route.json, handler: ack))
+        router.add(.post, "/v1/jobs/fail", Route(access: .worker, accepts: Route.json, handler: fail))
+        router.add(.get, "/v1/jobs/stats", Route(access: .worker, handler: stats))
+        router.add(.get, "/v1/jobs/dead", Route(access: .worker, handler: dead))
+        router.add(.post, "/v1/jobs/dead/requeue", Route(access: .worker, accepts: Route.json, handler: requeue))
     }
 
     static func integer(_ object: [String: JSONValue], _ key: String, default value: Int, range: ClosedRange<Int>) throws(HTTPError) -> Int {
@@ -122,7 +122,7 @@ enum JobsAPI {
             failures.append(JobQueue.Failure(id: id, attempt: attempt, error: message, retryable: retryable, retryAfterMs: delay))
         }
         let states = try context.services.database.withTransaction { try JobQueue.fail(app: context.app, failures, on: $0) }
-        let deadCount = states.values.filter { $0 == "dead" }.count
+        let deadCount = states.values.filter { $0 == .dead }.count
         let retrying = states.count - deadCount
         context.services.metrics.add(.jobsRetried, retrying)
         context.services.metrics.add(.jobsDead, deadCount)

@@ -7,8 +7,8 @@ enum MembershipAPI {
     static let maxMembers = 100_000
 
     static func register(in router: inout Router<Route>) {
-        router.add("PUT", "/v1/groups/{guid}/members", Route(access: .server, accepts: Route.json, handler: replace))
-        router.add("GET", "/v1/groups/{guid}/members", Route(access: .server, handler: list))
+        router.add(.put, "/v1/groups/{guid}/members", Route(access: .server, accepts: Route.json, handler: replace))
+        router.add(.get, "/v1/groups/{guid}/members", Route(access: .server, handler: list))
     }
 
     /// Members changed by one snapshot from which group_members is analyzed after it.

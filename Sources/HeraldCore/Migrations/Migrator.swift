@@ -92,7 +92,7 @@ public struct Migrator: Sendable {
         do {
             let rows = try connection.query("SELECT coalesce(max(version), 0) FROM schema_migrations")
             return try rows.first?.decode(0, as: Int.self) ?? 0
-        } catch let error as PostgresError where error.sqlState == "42P01" {
+        } catch let error as PostgresError where error.sqlState == PostgresError.SQLState.undefinedTable {
             return 0 // undefined_table: nothing was ever applied
         }
     }

@@ -5,18 +5,18 @@ import JSON
 /// `/healthz`, `/readyz`, `/metrics`, `/openapi.json` and `/v1/whoami`.
 enum OperationsAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/healthz", Route(access: .public) { _ in
+        router.add(.get, "/healthz", Route(access: .public) { _ in
             Response.jsonText(#"{"status":"ok"}"#)
         })
-        router.add("GET", "/readyz", Route(access: .public, handler: readiness))
-        router.add("GET", "/metrics", Route(access: .public) { context in
+        router.add(.get, "/readyz", Route(access: .public, handler: readiness))
+        router.add(.get, "/metrics", Route(access: .public) { context in
             Response(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                      body: Array(context.services.metrics.render(context.services.metricsGauges).utf8))
         })
-        router.add("GET", "/openapi.json", Route(access: .public) { context in
+        router.add(.get, "/openapi.json", Route(access: .public) { context in
             Response(status: 200, headers: [("Content-Type", "application/json")], body: context.services.openAPI.bytes)
         })
-        router.add("GET", "/v1/whoami", Route(access: .anyAppKey, handler: whoami))
+        router.add(.get, "/v1/whoami", Route(access: .anyAppKey, handler: whoami))
     }
 
     /// 200 when the database answers and its schema is the one this binary expects; else 503.

@@ -7,10 +7,10 @@ import JSON
 /// deleted threads and groups) are unpinned and unsaved for everyone: they are left out.
 enum PinsAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/v1/conversations/{conversationId}/pins", Route(access: .server, handler: conversationPins))
-        router.add("GET", "/v1/users/{uid}/saved", Route(access: .server, handler: saved))
-        router.add("GET", "/v1/users/{uid}/pinned-conversations", Route(access: .server, handler: pinnedConversations))
-        router.add("POST", "/v1/users/{uid}/messages/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
+        router.add(.get, "/v1/conversations/{conversationId}/pins", Route(access: .server, handler: conversationPins))
+        router.add(.get, "/v1/users/{uid}/saved", Route(access: .server, handler: saved))
+        router.add(.get, "/v1/users/{uid}/pinned-conversations", Route(access: .server, handler: pinnedConversations))
+        router.add(.post, "/v1/users/{uid}/messages/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
     }
 
     /// A live message `m`: seen, not deleted, nor its thread (nor, through it, its group).

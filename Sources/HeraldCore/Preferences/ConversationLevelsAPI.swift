@@ -9,9 +9,9 @@ import JSON
 enum ConversationLevelsAPI {
     static func register(in router: inout Router<Route>) {
         let path = "/v1/users/{uid}/conversations/{conversationId}/level"
-        router.add("PUT", path, Route(access: .server, accepts: Route.json, handler: put))
-        router.add("DELETE", path, Route(access: .server, handler: delete))
-        router.add("GET", "/v1/users/{uid}/conversation-levels", Route(access: .server, handler: list))
+        router.add(.put, path, Route(access: .server, accepts: Route.json, handler: put))
+        router.add(.delete, path, Route(access: .server, handler: delete))
+        router.add(.get, "/v1/users/{uid}/conversation-levels", Route(access: .server, handler: list))
     }
 
     static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no level is set for this conversation",

@@ -5,11 +5,11 @@ import JSON
 /// SPEC §7.2–7.3: app settings, user preferences and mutes (server role).
 enum PreferencesAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/v1/settings/notifications", Route(access: .server) { context in
+        router.add(.get, "/v1/settings/notifications", Route(access: .server) { context in
             let settings = try context.services.database.withConnection { try PreferenceStore().settings(app: context.app, on: $0) }
             return .json(settings.json)
         })
-        router.add("PATCH", "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
+        router.add(.patch, "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
             let patch = try context.request.jsonBody()
             try DeliverySettings.checkAddress(inPatch: patch, allowPrivate: context.services.configuration.deliveryAllowPrivate)
             let (settings, secret) = try context.services.database.withTransaction { connection -> (AppSettings, WebhookSecret?) in
@@ -34,7 +34,7 @@ enum PreferencesAPI {
             root["delivery"] = .object(delivery)
             return .json(JSONValue.object(root))
         })
-        router.add("DELETE", "/v1/settings/notifications", Route(access: .server) { context in
+        router.add(.delete, "/v1/settings/notifications", Route(access: .server) { context in
             try context.services.database.withTransaction { connection in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
@@ -45,7 +45,7 @@ enum PreferencesAPI {
             context.services.delivery.refresh()
             return .json(AppSettings.defaults.json)
         })
-        router.add("POST", "/v1/settings/delivery/rotate-secret", Route(access: .server) { context in
+        router.add(.post, "/v1/settings/delivery/rotate-secret", Route(access: .server) { context in
             let secret = try context.services.database.withTransaction { connection -> WebhookSecret in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
                 return try DeliverySecretStore().rotate(app: context.app, on: connection)
@@ -54,7 +54,7 @@ enum PreferencesAPI {
             return .json(JSONValue.object(["secret": .string(secret.text)]))
         })
 
-        router.add("GET", "/v1/users/{uid}/preferences", Route(access: .server) { context in
+        router.add(.get, "/v1/users/{uid}/preferences", Route(access: .server) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let include = context.request.query["include"]
             guard include == nil || include == "sources" else {
@@ -72,7 +72,7 @@ enum PreferencesAPI {
             }
             return .json(view)
         })
-        router.add("PATCH", "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { context in
+        router.add(.patch, "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let patch = try context.request.jsonBody()
             let view = try context.services.database.withTransaction { connection -> JSONValue in
@@ -86,7 +86,7 @@ enum PreferencesAPI {
             }
             return .json(view)
         })
-        router.add("DELETE", "/v1/users/{uid}/preferences", Route(access: .server) { context in
+        router.add(.delete, "/v1/users/{uid}/preferences", Route(access: .server) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let view = try context.services.database.withConnection { connection -> JSONValue in
                 let store = PreferenceStore()
@@ -96,14 +96,14 @@ enum PreferencesAPI {
             return .json(view)
         })
 
-        router.add("GET", "/v1/users/{uid}/mutes", Route(access: .server) { context in
+        router.add(.get, "/v1/users/{uid}/mutes", Route(access: .server) { context in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             return .json(try context.services.database.withConnection {
                 try PreferenceStore().mutes(app: context.app, uid: uid, on: $0)
             })
         })
-        router.add("PUT", "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: true) })
-        router.add("DELETE", "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: false) })
+        router.add(.put, "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: true) })
+        router.add(.delete, "/v1/users/{uid}/mutes", Route(access: .server, accepts: Route.json) { try changeMutes($0, add: false) })
     }
 
     /// PUT adds or updates mutes; DELETE removes them. One invalid entry: 400, nothing saved.

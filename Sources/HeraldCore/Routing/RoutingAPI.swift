@@ -6,7 +6,7 @@ import JSON
 /// a push for a message (server role).
 enum RoutingAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("GET", "/v1/users/{uid}/messages/{messageId}/routing", Route(access: .server, handler: explain))
+        router.add(.get, "/v1/users/{uid}/messages/{messageId}/routing", Route(access: .server, handler: explain))
     }
 
     static func explain(_ context: RequestContext) throws -> Response {

@@ -6,9 +6,9 @@ import JSON
 enum SubscriptionsAPI {
     static func register(in router: inout Router<Route>) {
         let path = "/v1/users/{uid}/threads/{messageId}/subscription"
-        router.add("PUT", path, Route(access: .server, accepts: Route.json) { try change(.subscribe(tracked: try level($0)), $0) })
-        router.add("DELETE", path, Route(access: .server, accepts: Route.json) { try change(.unsubscribe, $0) })
-        router.add("GET", path, Route(access: .server) { context in
+        router.add(.put, path, Route(access: .server, accepts: Route.json) { try change(.subscribe(tracked: try level($0)), $0) })
+        router.add(.delete, path, Route(access: .server, accepts: Route.json) { try change(.unsubscribe, $0) })
+        router.add(.get, path, Route(access: .server) { context in
             let (uid, messageID) = try identifiers(context)
             let services = context.services
             let state = try services.database.withConnection {
@@ -16,7 +16,7 @@ enum SubscriptionsAPI {
             }
             return .json(state)
         })
-        router.add("POST", "/v1/users/{uid}/subscriptions/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
+        router.add(.post, "/v1/users/{uid}/subscriptions/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
     }
 
     static func identifiers(_ context: RequestContext) throws(HTTPError) -> (String, String) {

@@ -5,11 +5,11 @@ import Postgres
 /// The admin API (SPEC §2): apps and their keys.
 enum TenancyAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("POST", "/v1/apps", Route(access: .admin, accepts: Route.json, handler: createApp))
-        router.add("GET", "/v1/apps", Route(access: .admin, handler: listApps))
-        router.add("POST", "/v1/apps/{app}/keys", Route(access: .admin, accepts: Route.json, handler: createKey))
-        router.add("GET", "/v1/apps/{app}/keys", Route(access: .admin, handler: listKeys))
-        router.add("DELETE", "/v1/apps/{app}/keys/{keyId}", Route(access: .admin, handler: revokeKey))
+        router.add(.post, "/v1/apps", Route(access: .admin, accepts: Route.json, handler: createApp))
+        router.add(.get, "/v1/apps", Route(access: .admin, handler: listApps))
+        router.add(.post, "/v1/apps/{app}/keys", Route(access: .admin, accepts: Route.json, handler: createKey))
+        router.add(.get, "/v1/apps/{app}/keys", Route(access: .admin, handler: listKeys))
+        router.add(.delete, "/v1/apps/{app}/keys/{keyId}", Route(access: .admin, handler: revokeKey))
     }
 
     static let appNotFound = HTTPError(status: 404, code: "ERR_APP_NOT_FOUND", message: "no such app")

@@ -5,9 +5,9 @@ import Secrets
 /// SPEC §15: the keys an app's backend signs user tokens with (server role).
 enum TokenKeysAPI {
     static func register(in router: inout Router<Route>) {
-        router.add("POST", "/v1/settings/token-keys", Route(access: .server, accepts: Route.json, handler: create))
-        router.add("GET", "/v1/settings/token-keys", Route(access: .server, handler: list))
-        router.add("DELETE", "/v1/settings/token-keys/{kid}", Route(access: .server, handler: delete))
+        router.add(.post, "/v1/settings/token-keys", Route(access: .server, accepts: Route.json, handler: create))
+        router.add(.get, "/v1/settings/token-keys", Route(access: .server, handler: list))
+        router.add(.delete, "/v1/settings/token-keys/{kid}", Route(access: .server, handler: delete))
     }
 
     static func create(_ context: RequestContext) throws -> Response {

@@ -68,15 +68,15 @@ public enum CORS {
     /// The answer to a preflight (`OPTIONS` with `Access-Control-Request-Method`) for a user
     /// route: 204 with the methods of the path when the origin is listed by some app and the
     /// method is one of them, else 403 without CORS headers (the browser then refuses the call).
-    static func preflight(origin: String, method: String, allowed: [String], originListed: Bool) -> Response {
-        guard originListed, allowed.contains(method) else {
+    static func preflight(origin: String, method: String, allowed: [HTTPMethod], originListed: Bool) -> Response {
+        guard originListed, allowed.contains(HTTPMethod(method)) else {
             var response = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                      message: originListed ? "this method is not served on this path" : "no app allows this origin").response
             response.headers.append(("Vary", "Origin"))
             return response
         }
         return Response(status: 204, headers: [
-            ("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", allowed.joined(separator: ", ")),
+            ("Access-Control-Allow-Origin", origin), ("Access-Control-Allow-Methods", allowed.map(\.rawValue).joined(separator: ", ")),
             ("Access-Control-Allow-Headers", allowedHeaders), ("Access-Control-Max-Age", String(maxAgeSeconds)), ("Vary", "Origin"),
         ])
     }
