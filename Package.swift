@@ -45,7 +45,7 @@ let package = Package(
         // Pure tests: no database, no server (`swift test --filter HeraldUnitTests` runs anywhere).
         .testTarget(
             name: "HeraldUnitTests",
-            dependencies: ["HeraldCore", "HTTPServer", "CMicroHTTPDHooks", "HTTPClient", "JSON", "Secrets"],
+            dependencies: ["HeraldCore", "HeraldTestSupport", "HTTPServer", "CMicroHTTPDHooks", "HTTPClient", "JSON", "Secrets"],
             swiftSettings: strict
         ),
         // What the tests that need PostgreSQL share: the environment (a server on an ephemeral port,
