@@ -161,7 +161,7 @@ END
 $$;
 
 -- After threads changed (new replies, deletions, deleted threads): activity and visibility of
--- every subscriber's row. Counts are handled by herald_count_replies.
+-- every subscriber's row. (Counts are derived when read: sql/0010_derived_unread.sql.)
 CREATE OR REPLACE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[]) RETURNS void
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN

@@ -2,7 +2,7 @@ import Dispatch
 import Locking
 import Postgres
 
-/// Group commit across concurrent ingest requests (docs/ingest.md).
+/// Group commit across concurrent ingest requests (docs/subscriptions.md, "Group commit").
 ///
 /// Requests that touch the same threads serialise on the threads' locks; each then pays a whole
 /// transaction — locks, a dozen statements, a commit — for one event. Instead, a request joins
