@@ -3,7 +3,7 @@
 # bench from the project folder. Arguments go to herald-bench (see `herald-bench --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh nghttp2-server   # nghttpd: W8's APNs and Web Push receivers
 swift build -c release --product herald
 swift build -c release --product herald-bench
 exec "$(swift build -c release --show-bin-path)/herald-bench" "$@"

@@ -24,6 +24,9 @@ final class Bench {
     var notes: [String] = []
     var l2RowsPerSecond = 0.0
     var l1RequestsPerSecond = 0.0
+    /// W8's test CA and receiver certificate, made before Herald starts so that it trusts them.
+    var directTLS: DirectTLS?
+    var directTLSError: String?
     /// Apps of this run, new each time, so that a reused database never answers "duplicate".
     let runID = String(UInt32.random(in: 0...UInt32.max), radix: 16)
     var chatApp: String { "bench-\(runID)" }
@@ -56,12 +59,22 @@ final class Bench {
             port = freePort()
             adminToken = "bench-admin-" + String(UInt64.random(in: 0...UInt64.max), radix: 16) + "-token"
             let binary = options.heraldBinary
-            say("starting \(binary) on 127.0.0.1:\(port) (log: /tmp/herald-bench-\(getpid()).log) …")
-            heraldPID = try spawn([binary, "serve"], environment: [
+            var environment = [
                 "DATABASE_URL": databaseURL, "HERALD_LISTEN": "127.0.0.1:\(port)", "HERALD_ADMIN_TOKEN": adminToken,
-                // W7 delivers to a receiver in this process, on 127.0.0.1.
+                // W7 and W8 deliver to receivers on 127.0.0.1.
                 "HERALD_DELIVERY_ALLOW_PRIVATE": "1",
-            ], logPath: "/tmp/herald-bench-\(getpid()).log")
+            ]
+            if options.wants("W8") {
+                do {
+                    let tls = try DirectTLS.make(in: "/tmp/herald-bench-\(getpid())-tls")
+                    directTLS = tls
+                    environment["HERALD_DELIVERY_CA_FILE"] = tls.caFile
+                } catch {
+                    directTLSError = "making the test CA failed: \(error)"
+                }
+            }
+            say("starting \(binary) on 127.0.0.1:\(port) (log: /tmp/herald-bench-\(getpid()).log) …")
+            heraldPID = try spawn([binary, "serve"], environment: environment, logPath: "/tmp/herald-bench-\(getpid()).log")
         }
         let connection = BenchConnection(host: host, port: port)
         for _ in 0..<300 {
@@ -77,6 +90,7 @@ final class Bench {
             var status: Int32 = 0
             waitpid(pid, &status, 0)
         }
+        if let tls = directTLS { try? run(["rm", "-rf", tls.directory]) }
         if let directory = clusterDirectory {
             try? run(["bash", "scripts/pg.sh", "stop", directory], logPath: "/dev/null")
             try? run(["rm", "-rf", directory])

@@ -14,7 +14,7 @@ struct Options {
     var soakSeconds: Double?
 
     static let usage = """
-        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,S2D,W1,W2,W3,W4,W5,W6,W7,SOAK] [--soak-seconds N]
+        Usage: herald-bench [--quick] [--seconds N] [--only L1,L2,L3,S1,S2,S2D,W1,W2,W3,W4,W5,W6,W7,W8,SOAK] [--soak-seconds N]
                             [--database-url URL] [--herald http://HOST:PORT --admin-token T [--herald-pid PID]]
 
         Without --database-url, starts a PostgreSQL cluster of its own in /tmp (scripts/pg.sh).
@@ -22,6 +22,7 @@ struct Options {
         --quick scales the data down (W1 20k events, W6 2k reactions, W3 20k members, W4 100k threads) for a fast look.
         --seconds is the length of each timed load (default 10); --soak-seconds the soak's (default 300,
         60 with --quick). Run from the project folder.
+        W8 (direct delivery) needs the Herald the bench starts (it trusts the bench's test CA) and nghttpd (nghttp2-server).
         """
 
     init(arguments: [String]) throws {
@@ -101,6 +102,7 @@ do {
     }
     if options.wants("W4") { attempt("W4") { try bench.inbox() } }
     if options.wants("W7") { attempt("W7") { try bench.webhookDelivery() } }
+    if options.wants("W8") { attempt("W8") { try bench.directDelivery() } }
     if options.wants("SOAK") { attempt("soak") { try bench.soak(seconds: options.soakSeconds ?? (options.quick ? 60 : 300)) } }
     bench.printTable()
 } catch {
