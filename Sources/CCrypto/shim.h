@@ -12,6 +12,8 @@
 #include <openssl/rsa.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 
 /* Macros and variadic calls that Swift cannot import, as plain functions. */
 
@@ -20,6 +22,29 @@ static inline EVP_PKEY *herald_rsa_generate(unsigned int bits) { return EVP_RSA_
 
 /* A new EC key on the named curve ("P-256"). */
 static inline EVP_PKEY *herald_ec_generate(const char *curve) { return EVP_EC_gen(curve); }
+
+/* A P-256 public key from its uncompressed point (65 bytes), imported as key material rather
+   than decoded from DER: OpenSSL 3's decoders cost more than the ECDH itself. NULL when the
+   bytes are not a point of the curve (the import checks it). */
+static inline EVP_PKEY *herald_p256_public_key(const unsigned char *point, size_t length) {
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+    if (context == NULL) return NULL;
+    EVP_PKEY *key = NULL;
+    OSSL_PARAM params[3];
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)"prime256v1", 0);
+    params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, length);
+    params[2] = OSSL_PARAM_construct_end();
+    if (EVP_PKEY_fromdata_init(context) <= 0 || EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) <= 0) key = NULL;
+    EVP_PKEY_CTX_free(context);
+    return key;
+}
+
+/* The uncompressed public point of an EC key into `out` (65 bytes for P-256); its length, or 0. */
+static inline size_t herald_ec_public_point(const EVP_PKEY *key, unsigned char *out, size_t capacity) {
+    size_t length = 0;
+    if (EVP_PKEY_get_octet_string_param(key, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, out, capacity, &length) != 1) return 0;
+    return length;
+}
 
 /* The bytes a memory BIO holds. */
 static inline long herald_bio_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }

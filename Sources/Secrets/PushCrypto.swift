@@ -45,7 +45,7 @@ extension PrivateKey {
 
     /// The public point of a P-256 key, uncompressed (`04 || X || Y`, 65 bytes), as Web Push
     /// writes keys (RFC 8291 §3.1, RFC 8292 §3.2); nil for any other key.
-    public var p256PublicPoint: [UInt8]? { P256.point(ofSubjectPublicKeyInfo: subjectPublicKeyInfo(key)) }
+    public var p256PublicPoint: [UInt8]? { P256.point(of: key) }
 
     /// ECDH (P-256) with `peer`: the shared secret's x coordinate, 32 bytes.
     public func sharedSecret(with peer: PublicKey) -> [UInt8]? {
@@ -65,41 +65,29 @@ extension PublicKey {
     /// `p256dh`); nil when the bytes are not a point of the curve.
     public static func p256(point: [UInt8]) -> PublicKey? {
         guard point.count == 65, point[0] == 4 else { return nil }
-        let der = P256.subjectPublicKeyInfoPrefix + point
-        var pem = "-----BEGIN PUBLIC KEY-----\n" + Data(der).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed]) + "\n"
-        pem += "-----END PUBLIC KEY-----\n"
-        guard let key = PublicKey(pem: pem), key.kind == .ec(curve: "prime256v1") else { return nil }
-        return key
+        defer { ERR_clear_error() }
+        return point.withUnsafeBufferPointer { herald_p256_public_key($0.baseAddress, $0.count) }.map { PublicKey(key: $0, kind: .ec(curve: "prime256v1")) }
     }
 
     /// The uncompressed point of a P-256 key; nil for any other key.
-    public var p256Point: [UInt8]? { P256.point(ofSubjectPublicKeyInfo: subjectPublicKeyInfo(key)) }
+    public var p256Point: [UInt8]? { kind == .ec(curve: "prime256v1") ? P256.point(of: key) : nil }
 }
 
 enum P256 {
-    /// DER of SubjectPublicKeyInfo for id-ecPublicKey on prime256v1, up to the point's bytes.
-    static let subjectPublicKeyInfoPrefix: [UInt8] = [
-        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a,
-        0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-    ]
-
-    static func point(ofSubjectPublicKeyInfo der: [UInt8]) -> [UInt8]? {
-        guard der.count == subjectPublicKeyInfoPrefix.count + 65, Array(der.prefix(subjectPublicKeyInfoPrefix.count)) == subjectPublicKeyInfoPrefix
-        else { return nil }
-        return Array(der.suffix(65))
+    /// A key's public point when it is a P-256 point (65 bytes, uncompressed), read as a key
+    /// parameter; nil for any other key.
+    static func point(of key: OpaquePointer) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 133)
+        let length = out.withUnsafeMutableBufferPointer { herald_ec_public_point(key, $0.baseAddress, $0.count) }
+        ERR_clear_error()
+        guard length == 65, out[0] == 4 else { return nil }
+        // a 65-byte uncompressed point is P-256's (P-384's has 97): check the curve once more
+        var name = [CChar](repeating: 0, count: 32)
+        var nameLength = 0
+        guard EVP_PKEY_get_group_name(key, &name, name.count, &nameLength) == 1,
+              String(decoding: name.prefix(nameLength).map { UInt8(bitPattern: $0) }, as: UTF8.self) == "prime256v1" else { return nil }
+        return Array(out.prefix(65))
     }
-}
-
-/// The DER SubjectPublicKeyInfo of a key's public half.
-private func subjectPublicKeyInfo(_ key: OpaquePointer) -> [UInt8] {
-    let length = i2d_PUBKEY(key, nil)
-    guard length > 0 else { return [] }
-    var out = [UInt8](repeating: 0, count: Int(length))
-    let written = out.withUnsafeMutableBufferPointer { buffer -> Int32 in
-        var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-        return i2d_PUBKEY(key, &cursor)
-    }
-    return written == length ? out : []
 }
 
 extension Secrets {

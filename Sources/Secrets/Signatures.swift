@@ -25,6 +25,12 @@ public final class PublicKey: @unchecked Sendable {
     /// The key's type and size or curve.
     public let kind: Kind
 
+    /// A key made in this module, of a known kind.
+    init(key: OpaquePointer, kind: Kind) {
+        self.key = key
+        self.kind = kind
+    }
+
     /// Reads a PEM public key; nil when the text holds none (a private key, a certificate,
     /// garbage).
     public init?(pem: String) {

@@ -42,6 +42,13 @@ enum DirectRequests {
     /// `devices` (SPEC §13.4's `herald` member).
     static func heraldObject(_ job: JobPayload) -> JSONValue { .object(jobObject(job, without: ["notification", "devices"])) }
 
+    /// The same as JSON text, written directly (no parse).
+    static func heraldJSON(_ job: JobPayload) -> [UInt8] {
+        var writer = JSONWriter(reservingCapacity: 1024)
+        job.write(to: &writer, withDevices: false, withNotification: false)
+        return Array(writer.text.utf8)
+    }
+
     /// The job's JSON (SPEC §9) as an object, without the members named.
     static func jobObject(_ job: JobPayload, without members: [String]) -> [String: JSONValue] {
         var writer = JSONWriter(reservingCapacity: 1024)
@@ -69,7 +76,7 @@ enum DirectRequests {
         if let topic = device.topic ?? credentials.topic { headers.append("apns-topic: \(topic)") }
         if !silent, job.collapseID.utf8.count <= 64, !job.collapseID.isEmpty { headers.append("apns-collapse-id: \(job.collapseID)") }
         if let trace = job.traceparent { headers.append("traceparent: \(trace)") }
-        let herald = heraldObject(job)
+        let herald = heraldJSON(job)
         func body(text: String) -> [UInt8] {
             var aps: [String: JSONValue]
             if silent {
@@ -79,7 +86,7 @@ enum DirectRequests {
                 aps = ["alert": .object(["title": .string(title), "body": .string(text)]), "badge": .int(job.badge),
                        "sound": "default", "thread-id": .string(job.parentID ?? job.conversationID)]
             }
-            return json(.object(["aps": .object(aps), "herald": herald]))
+            return Array(#"{"aps":"#.utf8) + json(.object(aps)) + Array(#","herald":"#.utf8) + herald + [UInt8(ascii: "}")]
         }
         var bytes = body(text: job.push.body)
         if bytes.count > JobPayload.maxPushBytes {
@@ -217,7 +224,16 @@ enum DirectRequests {
         guard let (endpoint, keys) = subscription(token: device.token),
               let authorization = SignedToken.vapid(key: credentials.key, audience: origin(of: endpoint), subject: credentials.subject,
                                                     issuedAt: nowSeconds) else { return nil }
-        guard let body = WebPushEncryption.encrypt(json(.object(jobObject(job, without: ["devices"]))), for: keys) else { return nil }
+        return webPush(job: job, endpoint: endpoint, keys: keys, authorization: authorization, timeoutMs: timeoutMs)
+    }
+
+    /// The same for a subscription already read and a VAPID `Authorization` already made (a
+    /// sender reuses one per push service for hours, as RFC 8292 allows).
+    static func webPush(job: JobPayload, endpoint: String, keys: WebPushEncryption.Subscription, authorization: String,
+                        timeoutMs: Int) -> OutboundRequest? {
+        var writer = JSONWriter(reservingCapacity: 1024)
+        job.write(to: &writer, withDevices: false)
+        guard let body = WebPushEncryption.encrypt(Array(writer.text.utf8), for: keys) else { return nil }
         var headers = ["Content-Encoding: aes128gcm", "TTL: 86400", "Urgency: \(isSilent(job) ? "normal" : "high")",
                        "Authorization: \(authorization)"]
         let topic = String(Base64URL.encode(Array(job.collapseID.utf8)).prefix(32))

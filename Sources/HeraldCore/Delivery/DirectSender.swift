@@ -1,3 +1,4 @@
+import Dispatch
 import HTTPClient
 import JSON
 import Secrets
@@ -24,12 +25,19 @@ final class DirectSender: Sendable {
         var keys: [CredentialKind: PrivateKey] = [:]
         var providerToken: (value: String, issuedAtMs: Int64)?
         var accessToken: (value: String, expiresAtMs: Int64)?
+        /// VAPID `Authorization` headers by audience (a push service's origin), with their expiry.
+        var vapid: [String: (header: String, expiresAtMs: Int64)] = [:]
     }
+
+    /// A VAPID token is made for 12 hours and replaced an hour before it ends.
+    static let vapidMarginMs: Int64 = 3600 * 1000
+    /// Push services remembered at most (browsers use a handful; a bound all the same).
+    static let vapidAudiences = 10_000
 
     private let cache = Mutex(Cache())
 
     /// One (job, device) to send.
-    private struct Target {
+    private struct Target: Sendable {
         let job: Int
         let device: Device.Target
     }
@@ -62,6 +70,7 @@ final class DirectSender: Sendable {
         cache.keys[kind] = nil
         if kind == .apns { cache.providerToken = nil }
         if kind == .fcm { cache.accessToken = nil }
+        if kind == .vapid { cache.vapid = [:] }
     }
 
     /// Sends a batch; the outcome of each job, in the batch's order.
@@ -131,20 +140,19 @@ final class DirectSender: Sendable {
             }
         }
         let providerToken = targets.contains { $0.device.platform == .apns } ? self.providerToken(settings, now: now) : nil
-        var accessToken: (token: String?, error: String?) = (nil, nil)
-        if targets.contains(where: { $0.device.platform == .fcm }), settings.fcm != nil {
-            accessToken = self.accessToken(settings, context: context, now: now)
-        }
+        let accessToken: (token: String?, error: String?) = targets.contains(where: { $0.device.platform == .fcm }) && settings.fcm != nil
+            ? self.accessToken(settings, context: context, now: now) : (nil, nil)
         let vapid = cache.withLock { $0.keys[.vapid] }
 
-        var outcomes = [DirectRequests.DeviceOutcome?](repeating: nil, count: targets.count)
-        var requests: [OutboundRequest] = []
-        var sent: [Int] = []   // the target each request is for
-        for (index, target) in targets.enumerated() {
+        /// What a target became: its request, or an outcome without one (and its metrics label).
+        enum Built: Sendable {
+            case request(OutboundRequest)
+            case outcome(DirectRequests.DeviceOutcome, label: String)
+        }
+        @Sendable func build(_ target: Target) -> Built {
             let job = jobs[target.job], device = target.device
-            let platform = device.platform
             var request: OutboundRequest?
-            switch platform {
+            switch device.platform {
             case .apns:
                 if let apns = settings.apns, let token = providerToken {
                     request = DirectRequests.apns(job: job, device: device,
@@ -157,31 +165,24 @@ final class DirectSender: Sendable {
                     request = DirectRequests.fcm(job: job, device: device, credentials: .init(projectID: fcm.projectID, endpoint: fcm.endpoint),
                                                  accessToken: token, timeoutMs: settings.timeoutMs)
                 } else if let error = accessToken.error {
-                    outcomes[index] = .retry(afterMs: nil, error: error)
-                    context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "retry", status: "error")
-                    continue
+                    return .outcome(.retry(afterMs: nil, error: error), label: "retry")
                 }
             case .webpush:
                 if let webpush = settings.webpush, let vapid {
-                    guard let (endpoint, _) = DirectRequests.subscription(token: device.token), endpoint.lowercased().hasPrefix("https://") else {
-                        outcomes[index] = .removed(reason: "refused")
-                        context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "refused", status: "none")
-                        continue
+                    guard let (endpoint, keys) = DirectRequests.subscription(token: device.token), endpoint.lowercased().hasPrefix("https://") else {
+                        return .outcome(.removed(reason: "refused"), label: "refused")
                     }
-                    request = DirectRequests.webPush(job: job, device: device,
-                                                     credentials: .init(subject: webpush.subject, key: vapid),
-                                                     nowSeconds: now / 1000, timeoutMs: settings.timeoutMs)
-                    if request == nil {
-                        outcomes[index] = .failed(error: "the payload could not be encrypted for this subscription")
-                        context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "failed", status: "none")
-                        continue
+                    guard let authorization = vapidHeader(audience: DirectRequests.origin(of: endpoint), subject: webpush.subject, key: vapid,
+                                                          now: now),
+                          let encrypted = DirectRequests.webPush(job: job, endpoint: endpoint, keys: keys, authorization: authorization,
+                                                                 timeoutMs: settings.timeoutMs) else {
+                        return .outcome(.failed(error: "the payload could not be encrypted for this subscription"), label: "failed")
                     }
+                    request = encrypted
                 }
             case .webhook:
                 guard device.token.lowercased().hasPrefix("https://"), DeliverySettings.isValidURL(device.token) else {
-                    outcomes[index] = .removed(reason: "refused")
-                    context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "refused", status: "none")
-                    continue
+                    return .outcome(.removed(reason: "refused"), label: "refused")
                 }
                 var writer = JSONWriter(reservingCapacity: 1024)
                 job.write(to: &writer)
@@ -189,14 +190,32 @@ final class DirectSender: Sendable {
                 if let trace = job.traceparent { headers.append("traceparent: \(trace)") }
                 request = OutboundRequest(url: device.token, headers: headers, body: Array(writer.text.utf8), timeoutMs: settings.timeoutMs)
             }
-            guard let request else {
-                // SPEC §13.4: a platform without its block (or key) is skipped, and counted
-                outcomes[index] = .failed(error: "no credentials")
-                context.metrics.deliveryAttempt(platform: platform.rawValue, outcome: "no_credentials", status: "none")
-                continue
+            // SPEC §13.4: a platform without its block (or key) is skipped, and counted
+            return request.map(Built.request) ?? .outcome(.failed(error: "no credentials"), label: "no_credentials")
+        }
+        // Building is pure work (JSON, and for Web Push an ECDH and AES per message): spread over
+        // the cores in slices, each slice's results kept apart and joined in order.
+        let sliceSize = 64
+        let slices = (targets.count + sliceSize - 1) / sliceSize
+        let built = Mutex([[Built]](repeating: [], count: slices))
+        DispatchQueue.concurrentPerform(iterations: slices) { slice in
+            let range = slice * sliceSize..<min(targets.count, (slice + 1) * sliceSize)
+            let part = range.map { build(targets[$0]) }
+            built.withLock { $0[slice] = part }
+        }
+        var outcomes = [DirectRequests.DeviceOutcome?](repeating: nil, count: targets.count)
+        var requests: [OutboundRequest] = []
+        var sent: [Int] = []   // the target each request is for
+        for (index, item) in built.withLock({ $0.joined() }).enumerated() {
+            switch item {
+            case .request(let request):
+                requests.append(request)
+                sent.append(index)
+            case .outcome(let outcome, let label):
+                outcomes[index] = outcome
+                context.metrics.deliveryAttempt(platform: targets[index].device.platform.rawValue, outcome: label,
+                                                status: label == "retry" ? "error" : "none")
             }
-            requests.append(request)
-            sent.append(index)
         }
 
         let responses = context.client.perform(requests, concurrency: settings.concurrency, shouldStart: context.shouldStart,
@@ -245,6 +264,18 @@ final class DirectSender: Sendable {
         case .retry: "retry"
         case .failed: "failed"
         }
+    }
+
+    /// The VAPID `Authorization` for a push service: the cached one until an hour before it
+    /// expires, else a new one (RFC 8292 §2: a token may be reused while valid).
+    private func vapidHeader(audience: String, subject: String, key: PrivateKey, now: Int64) -> String? {
+        if let cached = cache.withLock({ $0.vapid[audience] }), now < cached.expiresAtMs - Self.vapidMarginMs { return cached.header }
+        guard let header = SignedToken.vapid(key: key, audience: audience, subject: subject, issuedAt: now / 1000) else { return nil }
+        cache.withLock { cache in
+            if cache.vapid.count >= Self.vapidAudiences { cache.vapid = [:] }
+            cache.vapid[audience] = (header, now + SignedToken.vapidLifetimeSeconds * 1000)
+        }
+        return header
     }
 
     /// The APNs provider token: the cached one while it is younger than the reuse time, else a

@@ -71,10 +71,13 @@ enum SignedToken {
 
     /// The `Authorization` header of a Web Push request (RFC 8292 §3): `vapid t=<ES256 JWT for
     /// the endpoint's origin, valid 12 hours>, k=<the app's public point>`.
+    static let vapidLifetimeSeconds: Int64 = 12 * 3600
+
     static func vapid(key: PrivateKey, audience: String, subject: String, issuedAt: Int64) -> String? {
         guard let point = key.p256PublicPoint,
               let token = make(.es256, key: key, header: [("typ", "JWT"), ("alg", "ES256")],
-                               claims: [("aud", .string(audience)), ("exp", .int(Int(issuedAt) + 12 * 3600)), ("sub", .string(subject))])
+                               claims: [("aud", .string(audience)), ("exp", .int(Int(issuedAt + vapidLifetimeSeconds))),
+                                        ("sub", .string(subject))])
         else { return nil }
         return "vapid t=\(token), k=\(Base64URL.encode(point))"
     }

@@ -276,8 +276,9 @@ struct JobPayload {
     }
 
     /// The job as its JSON object (`POST /v1/jobs/claim`); `withLastError` adds `lastError`
-    /// (the dead-job list).
-    func write(to writer: inout JSONWriter, withLastError: Bool = false) {
+    /// (the dead-job list). Direct delivery leaves out `devices`, and for APNs `notification`
+    /// (SPEC §13.4).
+    func write(to writer: inout JSONWriter, withLastError: Bool = false, withDevices: Bool = true, withNotification: Bool = true) {
         writer.object { job in
             job.field("id", wireJobID(id))
             job.field("attempt", attempt)
@@ -292,18 +293,18 @@ struct JobPayload {
             job.field("kind", kind)
             job.field("reason", reason)
             let (title, body) = removal == nil && sync == nil ? push : ("", "")
-            writePush(to: &job, title: title, body: body)
+            writePush(to: &job, title: title, body: body, withNotification: withNotification)
             job.field("excludeDevice", excludeDevice)
-            job.field("devices", array: devices)
+            if withDevices { job.field("devices", array: devices) }
             if withLastError { job.field("lastError", lastError) }
         }
     }
 
     /// The `notification` and `data` fields, into an object being written.
-    func writePush(to job: inout JSONWriter, title: String, body: String) {
+    func writePush(to job: inout JSONWriter, title: String, body: String, withNotification: Bool = true) {
         if let sync {
             // Silent: what changed, and the state it left, for the user's other devices.
-            job.field("notification", JSONValue.null)
+            if withNotification { job.field("notification", JSONValue.null) }
             job.field("data") { $0.object { data in
                 data.field("change", sync.change)
                 if sync.change.hasPrefix("conversation") {
@@ -326,7 +327,7 @@ struct JobPayload {
         if let removal {
             // Silent: remove these notifications (a clear job: from the reader's other
             // devices, and set the badge).
-            job.field("notification", JSONValue.null)
+            if withNotification { job.field("notification", JSONValue.null) }
             job.field("data") { $0.object { data in
                 switch removal.kind {
                 case .clear:
@@ -342,14 +343,16 @@ struct JobPayload {
             } }
             return
         }
-        job.field("notification") { $0.object { notification in
-            notification.field("title", title)
-            notification.field("body", body)
-            notification.field("tag", collapseID)
-            notification.field("collapseId", collapseID)
-            notification.field("badge", badge)
-            if updates != nil { notification.field("silent", true) }
-        } }
+        if withNotification {
+            job.field("notification") { $0.object { notification in
+                notification.field("title", title)
+                notification.field("body", body)
+                notification.field("tag", collapseID)
+                notification.field("collapseId", collapseID)
+                notification.field("badge", badge)
+                if updates != nil { notification.field("silent", true) }
+            } }
+        }
         job.field("data") { $0.object { data in
             if let action = memberAction {
                 data.field("conversationId", conversationID)
