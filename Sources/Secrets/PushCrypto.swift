@@ -51,7 +51,11 @@ extension PrivateKey {
     public func sharedSecret(with peer: PublicKey) -> [UInt8]? {
         guard let context = EVP_PKEY_CTX_new(key, nil) else { return nil }
         defer { EVP_PKEY_CTX_free(context); ERR_clear_error() }
-        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer(context, peer.key) == 1 else { return nil }
+        // The peer's point was checked to be on the curve when it was imported
+        // (`PublicKey.p256(point:)`), which is all P-256 needs (cofactor 1): the check that
+        // `EVP_PKEY_derive_set_peer` adds (the point's order, in generic arithmetic) would double
+        // the cost of the ECDH and prove nothing more.
+        guard EVP_PKEY_derive_init(context) == 1, EVP_PKEY_derive_set_peer_ex(context, peer.key, 0) == 1 else { return nil }
         var length = 0
         guard EVP_PKEY_derive(context, nil, &length) == 1 else { return nil }
         var out = [UInt8](repeating: 0, count: length)

@@ -112,4 +112,21 @@ struct PushProtocolTests {
         #expect(v.claims["exp"] == .int(1_700_000_000 + 12 * 3600))
         #expect(PrivateKey.pem("not a key") == nil && PrivateKey.pem(ec.publicKeyPEM) == nil)
     }
+
+    @Test("a browser key that is not a point of P-256 is refused at import (the ECDH relies on it and skips OpenSSL's second check)")
+    func offCurvePointRefused() throws {
+        let key = try #require(PrivateKey.ec(curve: "P-256"))
+        let point = try #require(key.p256PublicPoint)
+        #expect(PublicKey.p256(point: point) != nil)
+        var moved = point
+        moved[64] ^= 1   // y changed: (x, y') is not on the curve
+        #expect(PublicKey.p256(point: moved) == nil)
+        #expect(PublicKey.p256(point: [4] + [UInt8](repeating: 0, count: 64)) == nil, "(0, 0) is not on the curve")
+        #expect(PublicKey.p256(point: Array(point.prefix(33))) == nil, "compressed or short points are not a browser's p256dh")
+        let other = try #require(PrivateKey.ec(curve: "P-256"))
+        let peer = try #require(PublicKey.p256(point: point))
+        let otherPoint = try #require(other.p256PublicPoint)
+        let otherPeer = try #require(PublicKey.p256(point: otherPoint))
+        #expect(other.sharedSecret(with: peer) == key.sharedSecret(with: otherPeer), "ECDH agrees both ways")
+    }
 }
