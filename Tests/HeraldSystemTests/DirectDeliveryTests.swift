@@ -19,21 +19,8 @@ struct DirectDeliveryTests {
     func direct() throws {
         let environment = try TestEnvironment.shared()
         let python = try #require(TestEnvironment.pushPython)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-direct-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let apnsKey = try #require(PrivateKey.ec(curve: "P-256"))
-        let fcmKey = try #require(PrivateKey.rsa(bits: 2048))
-        try apnsKey.publicKeyPEM.write(toFile: directory + "/apns.pub.pem", atomically: true, encoding: .utf8)
-        try fcmKey.publicKeyPEM.write(toFile: directory + "/fcm.pub.pem", atomically: true, encoding: .utf8)
-        let receivers = try Subprocess([python, repositoryRoot + "/scripts/push_receivers.py", directory])
-        defer { kill(receivers.pid, SIGKILL); _ = receivers.wait() }
-        let output = LineReader(receivers.output)
-        try #require(output.firstLine(containing: "ready", seconds: 30) != nil, "the receivers did not start")
-        let ports = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/ports.json")))
-                                 as? [String: Int])
-        let apnsPort = try #require(ports["apns"]), httpsPort = try #require(ports["https"])
-        let subscription = try String(contentsOfFile: directory + "/subscription.json", encoding: .utf8)
+        let receivers = try PushReceivers(python: python)
+        let apnsKey = receivers.apnsKey, fcmKey = receivers.fcmKey, subscription = receivers.subscription
 
         let base = try #require(environment.server.service.services.configuration.databaseURL)
         let name = "direct_\(UUID().uuidString.prefix(8).lowercased())"
@@ -42,13 +29,13 @@ struct DirectDeliveryTests {
         defer { _ = try? admin.queryOnce("DROP DATABASE \(name) WITH (FORCE)") }
         let databaseURL = base.replacingOccurrences(of: "/herald?", with: "/\(name)?")
         try #require(databaseURL != base)
-        let server = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_DELIVERY_CA_FILE": directory + "/ca.pem"])
+        let server = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_DELIVERY_CA_FILE": receivers.caFile])
         let client = server.client
         let app = try environment.makeApp(prefix: "direct", client: client)
 
         // the settings: the secrets go in, and never come out
         #expect(try client.post("/v1/settings/delivery/webpush-keys", token: app.serverKey, json: "").status == 201)
-        let apnsEndpoint = "https://127.0.0.1:\(apnsPort)", https = "https://127.0.0.1:\(httpsPort)"
+        let apnsEndpoint = receivers.apnsEndpoint, https = receivers.httpsEndpoint
         let delivery: [String: Any] = [
             "mode": "direct", "concurrency": 8, "timeoutMs": 5000,
             "apns": ["teamId": "TEAM123456", "keyId": "KEY1234567", "privateKey": apnsKey.pkcs8PEM, "topic": "com.example.chat",
@@ -63,7 +50,7 @@ struct DirectDeliveryTests {
         #expect(patched.status == 200, "\(patched.text)")
         let shown = try #require(patched.json["delivery"] as? [String: Any])
         let secret = try #require(shown["secret"] as? String, "direct mode signs webhook devices: its secret is shown once")
-        try secret.write(toFile: directory + "/whsec.txt", atomically: true, encoding: .utf8)
+        try receivers.trust(webhookSecret: secret)
         #expect((shown["apns"] as? [String: Any])?["privateKeySet"] as? Bool == true)
         #expect((shown["fcm"] as? [String: Any])?["serviceAccountSet"] as? Bool == true)
         #expect((shown["fcm"] as? [String: Any])?["clientEmail"] as? String == "push@chat-123.iam.gserviceaccount.com")
@@ -110,7 +97,7 @@ struct DirectDeliveryTests {
 
         var reports: [[String: Any]] = []
         _ = eventually(seconds: 5) {
-            reports = output.all.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            reports = receivers.reports
             return reports.count >= 15
         }
         func paths(_ service: String) -> [String] { reports.filter { $0["service"] as? String == service }.compactMap { $0["path"] as? String } }

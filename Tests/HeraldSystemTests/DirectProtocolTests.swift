@@ -25,25 +25,13 @@ struct DirectProtocolTests {
     @Test("APNs over HTTP/2, FCM's token grant and send, and an encrypted Web Push: each accepted by its verifier")
     func receiversAccept() throws {
         let python = try #require(TestEnvironment.pushPython)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-push-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let apnsKey = try #require(PrivateKey.ec(curve: "P-256"))
-        let fcmKey = try #require(PrivateKey.rsa(bits: 2048))
+        let receivers = try PushReceivers(python: python)
+        let apnsKey = receivers.apnsKey, fcmKey = receivers.fcmKey, subscription = receivers.subscription
+        let apnsPort = receivers.apnsPort, httpsPort = receivers.httpsPort
         let vapidKey = try #require(PrivateKey.ec(curve: "P-256"))
-        try apnsKey.publicKeyPEM.write(toFile: directory + "/apns.pub.pem", atomically: true, encoding: .utf8)
-        try fcmKey.publicKeyPEM.write(toFile: directory + "/fcm.pub.pem", atomically: true, encoding: .utf8)
-
-        let receivers = try Subprocess([python, repositoryRoot + "/scripts/push_receivers.py", directory])
-        defer { kill(receivers.pid, SIGKILL); _ = receivers.wait() }
-        let output = LineReader(receivers.output)
-        try #require(output.firstLine(containing: "ready", seconds: 30) != nil, "the receivers did not start")
-        let ports = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/ports.json"))) as? [String: Int])
-        let apnsPort = try #require(ports["apns"]), httpsPort = try #require(ports["https"])
-        let subscription = try String(contentsOfFile: directory + "/subscription.json", encoding: .utf8)
 
         // the test CA is trusted through the CA file; the system's stay trusted; only https
-        let client = HTTPClient(userAgent: "Herald", allowInternalAddresses: true, caFile: directory + "/ca.pem", httpsOnly: true)
+        let client = HTTPClient(userAgent: "Herald", allowInternalAddresses: true, caFile: receivers.caFile, httpsOnly: true)
         let now = Int64(Date().timeIntervalSince1970)
         let providerToken = try #require(SignedToken.apns(key: apnsKey, keyID: "KEY1234567", teamID: "TEAM123456", issuedAt: now))
         let apns = DirectRequests.APNsCredentials(topic: "com.example.chat", endpoint: "https://127.0.0.1:\(apnsPort)",
@@ -81,7 +69,7 @@ struct DirectProtocolTests {
         // what each verifier said, one line per request
         var reports: [[String: Any]] = []
         _ = eventually(seconds: 10) {
-            reports = output.all.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            reports = receivers.reports
             return reports.count >= 7
         }
         #expect(reports.count == 7)

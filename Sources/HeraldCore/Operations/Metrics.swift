@@ -93,6 +93,22 @@ public final class Metrics: Sendable {
         delivery.withLock { $0.attempts[platform + "|" + outcome + "|" + status, default: 0] += 1 }
     }
 
+    /// One histogram's series: cumulative buckets, `+Inf`, `_sum` and `_count`, with `labels`
+    /// (`name="value",…`, or empty) on each.
+    static func histogram(_ out: inout String, _ name: String, labels: String, _ stats: RouteStats) {
+        let prefix = labels.isEmpty ? "" : labels + ","
+        var cumulative = 0
+        for (index, bound) in bucketBounds.enumerated() {
+            cumulative += stats.buckets[index]
+            out += "\(name)_bucket{\(prefix)le=\"\(format(bound))\"} \(cumulative)\n"
+        }
+        cumulative += stats.buckets[bucketBounds.count]
+        out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(cumulative)\n"
+        let braces = labels.isEmpty ? "" : "{\(labels)}"
+        out += "\(name)_sum\(braces) \(format(stats.sum))\n"
+        out += "\(name)_count\(braces) \(stats.count)\n"
+    }
+
     /// `,platform="apns"` for a direct push's series; nothing for the webhook and gorush modes,
     /// whose series keep SPEC §13.3's labels.
     static func platformLabel(_ platform: Substring) -> String {
@@ -162,16 +178,8 @@ public final class Metrics: Sendable {
                "Time from the request's arrival to its answer, by method and route pattern.")
         for key in keys {
             let stats = snapshot[key]!
-            let labels = "method=\"\(key.method)\",route=\"\(Self.escape(key.route))\""
-            var cumulative = 0
-            for (index, bound) in Self.bucketBounds.enumerated() {
-                cumulative += stats.buckets[index]
-                out += "herald_http_request_duration_seconds_bucket{\(labels),le=\"\(Self.format(bound))\"} \(cumulative)\n"
-            }
-            cumulative += stats.buckets[Self.bucketBounds.count]
-            out += "herald_http_request_duration_seconds_bucket{\(labels),le=\"+Inf\"} \(cumulative)\n"
-            out += "herald_http_request_duration_seconds_sum{\(labels)} \(Self.format(stats.sum))\n"
-            out += "herald_http_request_duration_seconds_count{\(labels)} \(stats.count)\n"
+            Self.histogram(&out, "herald_http_request_duration_seconds", labels: "method=\"\(key.method)\",route=\"\(Self.escape(key.route))\"",
+                           stats)
         }
 
         header(&out, "herald_events_total", "counter", "Ingested events, by result.")
@@ -204,18 +212,8 @@ public final class Metrics: Sendable {
         header(&out, "herald_delivery_duration_seconds", "histogram",
                "Time from a delivery request's start to its answer or failure (direct pushes by platform).")
         for platform in deliveryStats.durations.keys.sorted() {
-            let stats = deliveryStats.durations[platform]!
-            let label = Self.platformLabel(Substring(platform))
-            var cumulative = 0
-            for (index, bound) in Self.bucketBounds.enumerated() {
-                cumulative += stats.buckets[index]
-                out += "herald_delivery_duration_seconds_bucket{le=\"\(Self.format(bound))\"\(label)} \(cumulative)\n"
-            }
-            cumulative += stats.buckets[Self.bucketBounds.count]
-            out += "herald_delivery_duration_seconds_bucket{le=\"+Inf\"\(label)} \(cumulative)\n"
-            let braces = label.isEmpty ? "" : "{\(label.dropFirst())}"
-            out += "herald_delivery_duration_seconds_sum\(braces) \(Self.format(stats.sum))\n"
-            out += "herald_delivery_duration_seconds_count\(braces) \(stats.count)\n"
+            Self.histogram(&out, "herald_delivery_duration_seconds", labels: platform.isEmpty ? "" : "platform=\"\(platform)\"",
+                           deliveryStats.durations[platform]!)
         }
         header(&out, "herald_delivery_in_flight", "gauge", "Built-in delivery requests in flight now.")
         out += "herald_delivery_in_flight \(deliveryStats.inFlight)\n"
