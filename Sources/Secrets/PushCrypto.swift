@@ -34,13 +34,13 @@ extension PrivateKey {
 
     /// Whether this is an RSA key of at least 2048 bits (what RS256 needs).
     public var isRSA2048: Bool {
-        if case .rsa(let bits)? = PublicKey(pem: publicKeyPEM)?.kind { return bits >= 2048 }
+        if case .rsa(let bits) = PublicKey.kind(of: key) { return bits >= 2048 }
         return false
     }
 
     /// Whether this is a P-256 key.
     public var isP256: Bool {
-        PublicKey(pem: publicKeyPEM)?.kind == .ec(curve: "prime256v1")
+        PublicKey.kind(of: key) == .ec(curve: "prime256v1")
     }
 
     /// The public point of a P-256 key, uncompressed (`04 || X || Y`, 65 bytes), as Web Push

@@ -49,7 +49,7 @@ public final class PublicKey: @unchecked Sendable {
 
     deinit { EVP_PKEY_free(key) }
 
-    private static func kind(of key: OpaquePointer) -> Kind {
+    static func kind(of key: OpaquePointer) -> Kind {
         switch EVP_PKEY_get_base_id(key) {
         case EVP_PKEY_RSA:
             return .rsa(bits: Int(EVP_PKEY_get_bits(key)))

@@ -163,21 +163,19 @@ enum DeliveryRequest {
     /// `%!s(<nil>)` — so numbers and arrays go as their JSON text; for iOS they stay JSON.
     static func writeGorushData(_ pairs: [(String, JSONValue)], android: Bool, to item: inout JSONWriter) {
         item.field("data") { $0.object { data in
-            for (name, value) in pairs {
-                switch value {
-                case .null: continue
-                case .string: data.field(name, value)
-                default:
-                    if android {
-                        var text = JSONWriter()
-                        text.value(value)
-                        data.field(name, text.text)
-                    } else {
-                        data.field(name, value)
-                    }
-                }
+            for (name, value) in pairs where value != .null {
+                data.field(name, android ? fcmDataValue(value) : value)
             }
         } }
+    }
+
+    /// A value of FCM's `data`, which holds strings only (gorush's Android notifications, and
+    /// direct delivery's FCM messages): a string as it is, anything else as its JSON text.
+    static func fcmDataValue(_ value: JSONValue) -> JSONValue {
+        if case .string = value { return value }
+        var text = JSONWriter()
+        text.value(value)
+        return .string(text.text)
     }
 
     /// What an answer (or its absence) means for the job.

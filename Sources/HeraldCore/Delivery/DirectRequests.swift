@@ -39,23 +39,11 @@ enum DirectRequests {
     static func isSilent(_ job: JobPayload) -> Bool { job.removal != nil || job.sync != nil }
 
     /// The job as pushed inside a provider's payload: its JSON without `notification` and
-    /// `devices` (SPEC §13.4's `herald` member).
-    static func heraldObject(_ job: JobPayload) -> JSONValue { .object(jobObject(job, without: ["notification", "devices"])) }
-
-    /// The same as JSON text, written directly (no parse).
+    /// `devices` (SPEC §13.4's `herald` member), written directly.
     static func heraldJSON(_ job: JobPayload) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 1024)
         job.write(to: &writer, withDevices: false, withNotification: false)
         return Array(writer.text.utf8)
-    }
-
-    /// The job's JSON (SPEC §9) as an object, without the members named.
-    static func jobObject(_ job: JobPayload, without members: [String]) -> [String: JSONValue] {
-        var writer = JSONWriter(reservingCapacity: 1024)
-        job.write(to: &writer)
-        guard case .object(var object)? = try? JSONParser.parse(Array(writer.text.utf8)) else { return [:] }
-        for name in members { object[name] = nil }
-        return object
     }
 
     static func json(_ value: JSONValue) -> [UInt8] {
@@ -122,14 +110,8 @@ enum DirectRequests {
         let silent = isSilent(job)
         // every data value a string, nulls left out, plus the job's id and kind
         var data: [String: JSONValue] = ["jobId": .string(wireJobID(job.id)), "kind": .string(job.kind)]
-        if case .object(let fields)? = heraldObject(job)["data"] {
-            for (name, value) in fields {
-                switch value {
-                case .null: continue
-                case .string: data[name] = value
-                default: data[name] = .string(String(decoding: json(value), as: UTF8.self))
-                }
-            }
+        if case .object(let fields)? = (try? JSONParser.parse(heraldJSON(job)))?["data"] {
+            for (name, value) in fields where value != .null { data[name] = DeliveryRequest.fcmDataValue(value) }
         }
         var message: [String: JSONValue] = ["token": .string(device.token), "data": .object(data)]
         if !silent {
