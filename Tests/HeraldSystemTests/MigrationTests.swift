@@ -1,5 +1,5 @@
 import Foundation
-import HeraldCore
+@testable import HeraldCore
 import Postgres
 import Synchronization
 @testable import HeraldTestSupport
@@ -126,6 +126,44 @@ struct MigrationTests {
             #expect(try table[0].decode(0, as: Bool.self))
             let recorded = try connection.query("SELECT count(*) FROM schema_migrations WHERE version = 9999")
             #expect(try recorded[0].decode(0, as: Int.self) == 0)
+        }
+    }
+
+    /// Plans on a new group before any ANALYZE (sql/0031): a look-up of one member must use the
+    /// primary key with the uid in its index condition. With 0007's byte-order index, which also
+    /// starts with (app, group_id), the planner took that one and filtered the whole group for
+    /// each member: the inbox refresh of a 500-member thread read 250,000 rows under its lock.
+    /// And a walk in byte order must read its chunk from its own index, without a sort.
+    @Test("without statistics, a one-member look-up keeps to the primary key and a group walk to its index")
+    func plansWithoutStatistics() throws {
+        try withFreshDatabase { url in
+            let connection = try PostgresConnection(connectionString: url)
+            try Migrator(migrations: try migrations()).migrate(connection)
+            try connection.queryOnce("""
+                INSERT INTO group_members (app, group_id, uid, joined_at)
+                SELECT 'a', 'g', 'u' || lpad(i::text, 4, '0'), 1 FROM generate_series(1, 2000) i
+                """)
+            let analyzed = try connection.queryOnce("SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables WHERE relname = 'group_members'")
+            #expect(try analyzed[0].decode(0, as: Bool.self), "the table must be without statistics for this test to mean anything")
+
+            func plan(_ sql: String) throws -> String {
+                try connection.queryOnce("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql).map { try $0.decode(0, as: String.self) }
+                    .joined(separator: "\n")
+            }
+            // the membership probe of herald_refresh_thread_rows and herald_refresh_inbox, per member
+            let lookup = try plan("""
+                SELECT count(*) FROM (SELECT 'u' || lpad(i::text, 4, '0') AS uid FROM generate_series(1, 500) i) s
+                 WHERE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                  WHERE g.app = 'a' AND g.group_id = 'g' AND g.uid = s.uid), false)
+                """)
+            #expect(lookup.contains("group_members_pkey") && !lookup.contains("Rows Removed by Filter"), "\(lookup)")
+            // the fan-out's walk of a chunk (Fanout.groupWalk)
+            let walk = try plan("""
+                SELECT g.uid FROM group_members g
+                 WHERE \(Fanout.groupWalk("g", group: "'g'", app: "'a'")) AND g.joined_at > coalesce(g.removed_at, -1)
+                   AND g.uid COLLATE "C" > 'u1000' ORDER BY g.uid COLLATE "C" LIMIT 100
+                """)
+            #expect(walk.contains("group_members_walk") && !walk.contains("Sort"), "\(walk)")
         }
     }
 }

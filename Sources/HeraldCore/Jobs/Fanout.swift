@@ -153,31 +153,62 @@ struct Fanout {
                  WHERE l.app = $1 AND l.conversation_id IN (SELECT m.conversation_id FROM m)
                    AND ($3::text IS NULL OR l.uid COLLATE "C" > $3::text COLLATE "C")
             ),
+            -- the mentions of the messages at their own time (one range scan per message) as one map
+            mentioned AS MATERIALIZED (
+                SELECT coalesce(jsonb_object_agg(mn.message_id || chr(31) || mn.uid, true), '{}') AS map FROM m
+                 CROSS JOIN LATERAL (SELECT mn.message_id, mn.uid FROM mentions mn
+                                      WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at OFFSET 0) mn
+            ),
+            -- a group's members and their state in a thread, read once per (group, thread) however
+            -- many of the messages share it, each member's rows through their keys (OFFSET 0), so no
+            -- plan made from stale statistics can compare every candidate with every subscription
+            -- (S2 on fresh tables: 47 ms a round), and kept as parallel arrays: one row per set.
+            -- The sender is among them (a fan-out chunk's LIMIT counts every member); Swift skips it.
+            sets AS MATERIALIZED (
+                SELECT k.group_id, k.thread_id, x.* FROM (SELECT DISTINCT m.group_id, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id
+                                                            FROM m WHERE m.group_id IS NOT NULL) k
+                 CROSS JOIN LATERAL (
+                    SELECT array_agg(g.uid) AS uids, array_agg(s.subscribed) AS subscribed, array_agg(s.since) AS since,
+                           array_agg(s.manual_at) AS manual_at, array_agg(s.unsubscribed_at) AS unsubscribed_at,
+                           array_agg(s.tracked) AS tracked, array_agg(up.preferences::text) AS preferences,
+                           array_agg(mu.until) AS muted_until,
+                           array_agg((SELECT wn.map ->> (k.thread_id || chr(31) || g.uid) FROM windows wn)) AS digest_window,
+                           array_agg((SELECT lv.map ->> (k.conversation_id || chr(31) || g.uid) FROM levels lv)) AS level
+                      FROM (SELECT g.uid FROM group_members g
+                             WHERE \(Fanout.groupWalk("g", group: "k.group_id")) AND g.joined_at > coalesce(g.removed_at, -1)
+                               AND ($3::text IS NULL OR g.uid COLLATE "C" > $3::text COLLATE "C")
+                             ORDER BY g.uid COLLATE "C" LIMIT $4) g
+                      LEFT JOIN LATERAL (SELECT * FROM subscriptions s
+                                          WHERE s.app = $1 AND s.uid = g.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true
+                      LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid OFFSET 0) up ON true
+                      LEFT JOIN LATERAL (\(Fanout.mutedUntilOf(uid: "g.uid", group: "k.group_id", other: "NULL")) OFFSET 0) mu(until) ON true
+                 ) x
+            ),
             candidates AS (
-                SELECT m.id AS message_id, g.uid, m.group_id, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.sent_at,
-                       m.conversation_id
-                  FROM m CROSS JOIN LATERAL (
-                        SELECT g.uid FROM group_members g
-                         WHERE g.app = $1 AND g.group_id = m.group_id AND g.joined_at > coalesce(g.removed_at, -1)
-                           AND g.uid <> m.sender AND ($3::text IS NULL OR g.uid COLLATE "C" > $3::text COLLATE "C")
-                         ORDER BY g.uid COLLATE "C" LIMIT $4) g
-                 WHERE m.group_id IS NOT NULL
+                SELECT m.id AS message_id, u.uid, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id,
+                       u.subscribed, u.since, u.manual_at, u.unsubscribed_at, u.tracked, u.preferences, u.muted_until,
+                       u.digest_window, u.level
+                  FROM m JOIN sets ON sets.group_id = m.group_id AND sets.thread_id = coalesce(m.parent_id, m.id)
+                 CROSS JOIN LATERAL unnest(sets.uids, sets.subscribed, sets.since, sets.manual_at, sets.unsubscribed_at, sets.tracked,
+                                           sets.preferences, sets.muted_until, sets.digest_window, sets.level)
+                       AS u(uid, subscribed, since, manual_at, unsubscribed_at, tracked, preferences, muted_until, digest_window, level)
                 UNION ALL
-                SELECT m.id, CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END, NULL, m.sender,
-                       coalesce(m.parent_id, m.id), m.sent_at, m.conversation_id
-                  FROM m WHERE m.group_id IS NULL AND m.user_a <> m.user_b
+                SELECT m.id, o.uid, m.sender, coalesce(m.parent_id, m.id), m.conversation_id,
+                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, up.preferences::text,
+                       \(Fanout.mutedUntilOf(uid: "o.uid", group: "NULL", other: "m.sender")),
+                       (SELECT wn.map ->> (coalesce(m.parent_id, m.id) || chr(31) || o.uid) FROM windows wn),
+                       (SELECT lv.map ->> (m.conversation_id || chr(31) || o.uid) FROM levels lv)
+                  FROM m CROSS JOIN LATERAL (SELECT CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END AS uid) o
+                  LEFT JOIN LATERAL (SELECT * FROM subscriptions s
+                                      WHERE s.app = $1 AND s.uid = o.uid AND s.thread_id = coalesce(m.parent_id, m.id) OFFSET 0) s ON true
+                  LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = $1 AND up.uid = o.uid OFFSET 0) up ON true
+                 WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
-            SELECT c.message_id, c.uid, (SELECT t.herald_at FROM t WHERE t.id = c.message_id) AS herald_at,
-                   (SELECT wn.map ->> (c.thread_id || chr(31) || c.uid) FROM windows wn) AS digest_window,
-                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                   (SELECT lv.map ->> (c.conversation_id || chr(31) || c.uid) FROM levels lv) AS level,
-                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = c.message_id
-                                                       AND mn.at = c.sent_at AND mn.uid = c.uid) AS mentioned,
-                   up.preferences::text AS preferences,
-                   \(Fanout.mutedUntilOf(uid: "c.uid", group: "c.group_id", other: "c.sender")) AS muted_until
+            SELECT c.message_id, c.uid, c.sender, (SELECT t.herald_at FROM t WHERE t.id = c.message_id) AS herald_at,
+                   c.digest_window, c.subscribed, c.since, c.manual_at, c.unsubscribed_at, c.tracked, c.level,
+                   (SELECT mp.map ? (c.message_id || chr(31) || c.uid) FROM mentioned mp) AS mentioned,
+                   c.preferences, c.muted_until
               FROM candidates c
-              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = c.uid AND s.thread_id = c.thread_id
-              LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
             """, [app, created.map(\.message.id), after, limit])
         guard !rows.isEmpty else { return (nil, 0) }
         var last: String?
@@ -194,6 +225,7 @@ struct Fanout {
             guard let item = byID[messageID] else { continue }
             let uid = try row.decode("uid", as: String.self)
             last = EventJobs.later(uid, than: last)
+            guard uid != item.message.sender else { continue }
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                                                          asOf: item.message.sentAt)
@@ -269,6 +301,15 @@ struct Fanout {
     /// expressions), for the paths that route one recipient at a time.
     static func levelOf(uid: String, conversation: String, app: String = "$1") -> String {
         "(SELECT cl.level FROM conversation_levels cl WHERE cl.app = \(app) AND cl.uid = \(uid) AND cl.conversation_id = \(conversation))"
+    }
+
+    /// The SQL condition that picks a group's members for a walk in byte order (`ORDER BY
+    /// uid COLLATE "C"`, a chunk after a uid): the group named as one key, ARRAY[app, group_id],
+    /// which only the walk's index has (`sql/0031_group_members_walk.sql`), so that no look-up of
+    /// one member can take that index for the primary key's, and no walk the primary key's and a
+    /// sort. `alias` is the group_members alias; `group` and `app` are SQL expressions.
+    static func groupWalk(_ alias: String, group: String, app: String = "$1") -> String {
+        "ARRAY[\(alias).app, \(alias).group_id] = ARRAY[\(app)::text, \(group)]"
     }
 
     /// The SQL of the end of one recipient's mute of a message's conversation (SPEC §7.3): a
