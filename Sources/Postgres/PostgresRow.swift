@@ -31,29 +31,42 @@ public struct PostgresRows: Sendable, RandomAccessCollection {
 public struct PostgresRow: Sendable {
     /// Column names in order.
     public let columns: [String]
-    let positions: [String: Int]
+    @usableFromInline let positions: [String: Int]
     /// The raw text values, nil for SQL NULL.
     public let values: [String?]
 
     /// The value at `index` as `T`; throws `PostgresError.decoding` if it does not parse.
+    /// Inlinable, like the conformances below, so that a caller's `decode(…, as: Int64?.self)`
+    /// is specialised where it is called: the generic form looked up `Optional<T>`'s metadata
+    /// in the Swift runtime at every call, a tenth of Herald's time in routing (S2's `perf`).
+    @inlinable
     public func decode<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T {
-        guard index >= 0, index < values.count else {
-            throw PostgresError(code: .decoding, message: "column index \(index) out of range")
-        }
-        guard let value = T.decode(postgresText: values[index]) else {
-            throw PostgresError(code: .decoding,
-                                message: "column \(columns[index]) is not a \(T.self): \(values[index] == nil ? "NULL" : "unparseable")")
-        }
+        guard index >= 0, index < values.count else { throw Self.outOfRange(index) }
+        guard let value = T.decode(postgresText: values[index]) else { throw notA(T.self, at: index) }
         return value
+    }
+
+    @usableFromInline
+    static func outOfRange(_ index: Int) -> PostgresError {
+        PostgresError(code: .decoding, message: "column index \(index) out of range")
+    }
+
+    @usableFromInline
+    func notA(_ type: Any.Type, at index: Int) -> PostgresError {
+        PostgresError(code: .decoding, message: "column \(columns[index]) is not a \(type): \(values[index] == nil ? "NULL" : "unparseable")")
     }
 
     /// The value of the column named `name` as `T` (a hash lookup: as cheap as by position, and
     /// a reordered SELECT cannot shift fields). Name computed columns with `AS`.
+    @inlinable
     public func decode<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T {
-        guard let index = positions[name] else {
-            throw PostgresError(code: .decoding, message: "no column named \(name)")
-        }
+        guard let index = positions[name] else { throw Self.noColumn(name) }
         return try decode(index, as: type)
+    }
+
+    @usableFromInline
+    static func noColumn(_ name: String) -> PostgresError {
+        PostgresError(code: .decoding, message: "no column named \(name)")
     }
 }
 
@@ -65,26 +78,31 @@ public protocol PostgresDecodable: Sendable {
 
 extension String: PostgresDecodable {
     /// Parsed from PostgreSQL's text output; nil if it does not parse.
+    @inlinable
     public static func decode(postgresText: String?) -> String? { postgresText }
 }
 
 extension Int: PostgresDecodable {
     /// Parsed from PostgreSQL's text output; nil if it does not parse.
+    @inlinable
     public static func decode(postgresText: String?) -> Int? { postgresText.flatMap { Int($0) } }
 }
 
 extension Int64: PostgresDecodable {
     /// Parsed from PostgreSQL's text output; nil if it does not parse.
+    @inlinable
     public static func decode(postgresText: String?) -> Int64? { postgresText.flatMap { Int64($0) } }
 }
 
 extension Double: PostgresDecodable {
     /// Parsed from PostgreSQL's text output; nil if it does not parse.
+    @inlinable
     public static func decode(postgresText: String?) -> Double? { postgresText.flatMap { Double($0) } }
 }
 
 extension Bool: PostgresDecodable {
     /// Parsed from PostgreSQL's text output; nil if it does not parse.
+    @inlinable
     public static func decode(postgresText: String?) -> Bool? {
         switch postgresText {
         case "t", "true": return true
@@ -123,6 +141,7 @@ extension PostgresBytes: PostgresDecodable {
 /// SQL NULL reads as nil; any other value must parse as `Wrapped`.
 extension Optional: PostgresDecodable where Wrapped: PostgresDecodable {
     /// Parsed from PostgreSQL's text output; nil if it does not parse.
+    @inlinable
     public static func decode(postgresText: String?) -> Wrapped?? {
         guard let text = postgresText else { return .some(nil) }
         guard let value = Wrapped.decode(postgresText: text) else { return nil }
