@@ -59,14 +59,6 @@ struct DigestWindows {
             """, [app, openings.map(\.thread), openings.map(\.uid), openings.map(\.at), openings.map(\.endsAt),
                   openings.map(\.message), maxAgeMs])
     }
-
-    /// `rows` (each with a `message_id`) in the order of `messages`, each message's rows in the
-    /// order they came.
-    static func inOrder(_ rows: PostgresRows, of messages: [String]) throws -> [PostgresRow] {
-        let position = Dictionary(messages.enumerated().map { ($0.element, $0.offset) }, uniquingKeysWith: { first, _ in first })
-        let keyed = try rows.enumerated().map { (position[try $0.element.decode("message_id", as: String.self)] ?? 0, $0.offset, $0.element) }
-        return keyed.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2)
-    }
 }
 
 /// Acts on the digest windows that ended (SPEC §17), on every instance, each window exactly

@@ -161,12 +161,6 @@ struct Fanout {
                  WHERE l.app = $1 AND l.conversation_id IN (SELECT m.conversation_id FROM m)
                    AND ($3::text IS NULL OR l.uid COLLATE "C" > $3::text COLLATE "C")
             ),
-            -- the mentions of the messages at their own time (one range scan per message) as one map
-            mentioned AS MATERIALIZED (
-                SELECT coalesce(jsonb_object_agg(mn.message_id || chr(31) || mn.uid, true), '{}') AS map FROM m
-                 CROSS JOIN LATERAL (SELECT mn.message_id, mn.uid FROM mentions mn
-                                      WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at OFFSET 0) mn
-            ),
             -- a group's members and their state in a thread, read once per (group, thread) however
             -- many of the messages share it, each member's rows through their keys (OFFSET 0), so no
             -- plan made from stale statistics can compare every candidate with every subscription
@@ -192,67 +186,94 @@ struct Fanout {
                       LEFT JOIN LATERAL (\(Fanout.mutedUntilOf(uid: "g.uid", group: "k.group_id", other: "NULL")) OFFSET 0) mu(until) ON true
                  ) x
             ),
-            candidates AS (
-                SELECT m.id AS message_id, u.uid, m.sender, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id,
-                       u.subscribed, u.since, u.manual_at, u.unsubscribed_at, u.tracked, u.preferences, u.muted_until,
-                       u.digest_window, u.level
-                  FROM m JOIN sets ON sets.group_id = m.group_id AND sets.thread_id = coalesce(m.parent_id, m.id)
-                 CROSS JOIN LATERAL unnest(sets.uids, sets.subscribed, sets.since, sets.manual_at, sets.unsubscribed_at, sets.tracked,
-                                           sets.preferences, sets.muted_until, sets.digest_window, sets.level)
-                       AS u(uid, subscribed, since, manual_at, unsubscribed_at, tracked, preferences, muted_until, digest_window, level)
-                UNION ALL
-                SELECT m.id, o.uid, m.sender, coalesce(m.parent_id, m.id), m.conversation_id,
-                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, up.preferences::text,
-                       \(Fanout.mutedUntilOf(uid: "o.uid", group: "NULL", other: "m.sender")),
-                       (SELECT wn.map ->> (coalesce(m.parent_id, m.id) || chr(31) || o.uid) FROM windows wn),
-                       (SELECT lv.map ->> (m.conversation_id || chr(31) || o.uid) FROM levels lv)
+            -- Three kinds of rows, so that what many messages share is read and sent once:
+            -- 'm' a member of a set (a group's members in a thread, or the other user of a one-on-one
+            -- message), with their state; 'x' a message and its set; 'n' a user a message mentions.
+            one AS MATERIALIZED (
+                SELECT m.id, o.uid, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, up.preferences::text AS preferences,
+                       \(Fanout.mutedUntilOf(uid: "o.uid", group: "NULL", other: "m.sender")) AS muted_until,
+                       (SELECT wn.map ->> (coalesce(m.parent_id, m.id) || chr(31) || o.uid) FROM windows wn) AS digest_window,
+                       (SELECT lv.map ->> (m.conversation_id || chr(31) || o.uid) FROM levels lv) AS level
                   FROM m CROSS JOIN LATERAL (SELECT CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END AS uid) o
                   LEFT JOIN LATERAL (SELECT * FROM subscriptions s
                                       WHERE s.app = $1 AND s.uid = o.uid AND s.thread_id = coalesce(m.parent_id, m.id) OFFSET 0) s ON true
                   LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = $1 AND up.uid = o.uid OFFSET 0) up ON true
                  WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
-            SELECT c.message_id, c.uid, c.sender, (SELECT t.herald_at FROM t WHERE t.id = c.message_id) AS herald_at,
-                   c.digest_window, c.subscribed, c.since, c.manual_at, c.unsubscribed_at, c.tracked, c.level,
-                   (SELECT mp.map ? (c.message_id || chr(31) || c.uid) FROM mentioned mp) AS mentioned,
-                   c.preferences, c.muted_until
-              FROM candidates c
+            SELECT 'm' AS kind, sets.group_id || chr(31) || sets.thread_id AS key, NULL AS message_id, NULL::bigint AS herald_at, u.*
+              FROM sets CROSS JOIN LATERAL unnest(sets.uids, sets.subscribed, sets.since, sets.manual_at, sets.unsubscribed_at, sets.tracked,
+                                                  sets.preferences, sets.muted_until, sets.digest_window, sets.level)
+                   AS u(uid, subscribed, since, manual_at, unsubscribed_at, tracked, preferences, muted_until, digest_window, level)
+            UNION ALL
+            SELECT 'm', chr(31) || one.id, NULL, NULL, one.uid, one.subscribed, one.since, one.manual_at, one.unsubscribed_at, one.tracked,
+                   one.preferences, one.muted_until, one.digest_window, one.level
+              FROM one
+            UNION ALL
+            SELECT 'x', CASE WHEN m.group_id IS NULL THEN chr(31) || m.id ELSE m.group_id || chr(31) || coalesce(m.parent_id, m.id) END,
+                   m.id, (SELECT t.herald_at FROM t WHERE t.id = m.id), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM m
+            UNION ALL
+            SELECT 'n', NULL, m.id, NULL, mn.uid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM m CROSS JOIN LATERAL (SELECT mn.uid FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at OFFSET 0) mn
             """, [app, created.map(\.message.id), after, limit])
         guard !rows.isEmpty else { return (nil, 0) }
-        var last: String?
-
-        let byID = Dictionary(created.map { ($0.message.id, $0) }, uniquingKeysWith: { first, _ in first })
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        /// A member of a set, decoded once however many of the messages it hears.
+        struct Member {
+            let uid: String
+            let subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, tracked: Bool
+            let preferences: EffectivePreferences, resolved: (Routing.Preferences, LocalTime)
+            let mutedUntil: Int64?, digestWindow: String?, level: Routing.ConversationLevel?
+        }
+        var sets: [String: [Member]] = [:]
+        var messages: [String: (set: String, heraldAt: Int64?)] = [:]
+        var mentioned: Set<[String]> = []
+        for row in rows {
+            switch try row.decode(0, as: String.self) {
+            case "m":
+                let key = try row.decode(1, as: String.self)
+                let text = try row.decode("preferences", as: String?.self)
+                sets[key, default: []].append(Member(
+                    uid: try row.decode("uid"), subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                    manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                    tracked: try row.decode("tracked", as: Bool?.self) ?? false,
+                    preferences: cache.effective(text), resolved: cache.resolve(text, type: key.hasPrefix("\u{1F}") ? .oneOnOne : .group),
+                    mutedUntil: try row.decode("muted_until"), digestWindow: try row.decode("digest_window"), level: try Self.level(row)))
+            case "x":
+                messages[try row.decode(2, as: String.self)] = (try row.decode(1), try row.decode(3))
+            default:
+                mentioned.insert([try row.decode(2, as: String.self), try row.decode("uid", as: String.self)])
+            }
+        }
+        var last: String?
         var jobs: [JobRow] = []
         // SPEC §17: routed in the order the messages came, so that a reply opens a recipient's
         // digest window that a later reply of the same batch is held by
         var windows = DigestWindows(settings: settings)
-        let ordered = created.count == 1 ? Array(rows) : try DigestWindows.inOrder(rows, of: created.map(\.message.id))
-        for row in ordered {
-            let messageID = try row.decode("message_id", as: String.self)
-            guard let item = byID[messageID] else { continue }
-            let uid = try row.decode("uid", as: String.self)
-            last = EventJobs.later(uid, than: last)
-            guard uid != item.message.sender else { continue }
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                         asOf: item.message.sentAt)
-            let text = try row.decode("preferences", as: String?.self)
-            let preferences = cache.effective(text)
-            let shared = cache.resolve(text, type: item.message.conversation.groupID == nil ? .oneOnOne : .group)
-            let input = Self.input(item.message, recipient: uid, subscription: subscription,
-                                   mentionedExplicitly: try row.decode("mentioned", as: Bool.self), preferences: preferences,
-                                   settings: settings, mutedUntil: try row.decode("muted_until", as: Int64?.self), now: cache.now,
-                                   resolved: shared, level: try Self.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
-            let decision = Routing.decide(input)
-            guard case .notified(let reason) = decision.outcome else { continue }
-            if Routing.isDigestible(reason, isReply: input.isReply), preferences.replyDigestSeconds > 0,
-               windows.holds(thread: item.message.parentID ?? messageID, recipient: uid, message: messageID,
-                             at: try row.decode("herald_at", as: Int64?.self) ?? cache.now,
-                             stored: try row.decode("digest_window", as: String?.self), seconds: preferences.replyDigestSeconds) {
-                continue
+        var routed: Set<String> = []
+        for item in created where routed.insert(item.message.id).inserted {
+            guard let message = messages[item.message.id] else { continue }
+            let messageID = item.message.id
+            for member in sets[message.set] ?? [] {
+                let uid = member.uid
+                last = EventJobs.later(uid, than: last)
+                guard uid != item.message.sender else { continue }
+                let subscription = Routing.SubscriptionState(subscribed: member.subscribed, since: member.since, manualAt: member.manualAt,
+                                                             unsubscribedAt: member.unsubscribedAt, asOf: item.message.sentAt)
+                let input = Self.input(item.message, recipient: uid, subscription: subscription,
+                                       mentionedExplicitly: !mentioned.isEmpty && mentioned.contains([messageID, uid]),
+                                       preferences: member.preferences, settings: settings, mutedUntil: member.mutedUntil, now: cache.now,
+                                       resolved: member.resolved, level: member.level, tracked: member.tracked)
+                let decision = Routing.decide(input)
+                guard case .notified(let reason) = decision.outcome else { continue }
+                if Routing.isDigestible(reason, isReply: input.isReply), member.preferences.replyDigestSeconds > 0,
+                   windows.holds(thread: item.message.parentID ?? messageID, recipient: uid, message: messageID,
+                                 at: message.heraldAt ?? cache.now, stored: member.digestWindow,
+                                 seconds: member.preferences.replyDigestSeconds) {
+                    continue
+                }
+                jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: member.preferences)))
             }
-            jobs.append((item, uid, reason, Self.privacy(settings: settings, preferences: preferences)))
         }
         let produced = try insert(jobs, on: connection)
         try windows.open(app: app, on: connection)
