@@ -113,9 +113,8 @@ enum MemberActionJobs {
                        AND mu.conversation_id = a.group_id) AS muted_until
               FROM a CROSS JOIN LATERAL (
                     SELECT g.uid FROM group_members g
-                     WHERE \(Fanout.groupWalk("g", group: "a.group_id")) AND g.joined_at > coalesce(g.removed_at, -1)
+                     WHERE \(Fanout.groupWalk("g", group: "a.group_id", after: "$4")) AND g.joined_at > coalesce(g.removed_at, -1)
                        AND g.uid <> a.uid AND g.uid IS DISTINCT FROM a.actor
-                       AND ($4::text IS NULL OR g.uid COLLATE "C" > $4::text COLLATE "C")
                        AND (a.everyone OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid))
                      ORDER BY g.uid COLLATE "C" LIMIT $6) g
               LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = g.uid

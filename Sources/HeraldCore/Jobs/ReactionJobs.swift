@@ -155,8 +155,8 @@ enum ReactionJobs {
                 SELECT r.n, g.uid, g.joined_at, r.author, r.parent_id, r.group_id, r.reactor, r.added_at, r.message_id
                   FROM r CROSS JOIN LATERAL (
                         SELECT g.uid, g.joined_at FROM group_members g
-                         WHERE \(Fanout.groupWalk("g", group: "r.group_id")) AND g.joined_at > coalesce(g.removed_at, -1)
-                           AND g.uid <> r.reactor AND ($3::text IS NULL OR g.uid COLLATE "C" > $3::text COLLATE "C")
+                         WHERE \(Fanout.groupWalk("g", group: "r.group_id", after: "$3")) AND g.joined_at > coalesce(g.removed_at, -1)
+                           AND g.uid <> r.reactor
                            AND ($5::boolean OR g.uid = r.author
                                 OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid))
                          ORDER BY g.uid COLLATE "C" LIMIT $4) g

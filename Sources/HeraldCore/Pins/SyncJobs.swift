@@ -87,8 +87,7 @@ enum SyncJobs {
         for row in try connection.query("""
             SELECT x.n, g.uid FROM unnest($2::text[]) WITH ORDINALITY AS x(g, n)
              CROSS JOIN LATERAL (SELECT g.uid FROM group_members g
-                                  WHERE \(Fanout.groupWalk("g", group: "x.g")) AND g.joined_at > coalesce(g.removed_at, -1)
-                                    AND ($3::text IS NULL OR g.uid COLLATE "C" > $3::text COLLATE "C")
+                                  WHERE \(Fanout.groupWalk("g", group: "x.g", after: "$3")) AND g.joined_at > coalesce(g.removed_at, -1)
                                   ORDER BY g.uid COLLATE "C" LIMIT $4) g
             """, [app, items.map(\.group), after, limit]) {
             let uid = try row.decode("uid", as: String.self)
