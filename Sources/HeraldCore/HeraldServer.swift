@@ -51,12 +51,12 @@ public final class HeraldServer: Sendable {
         if listenURL == nil {
             logger.warn("HERALD_DB_POOL_MODE is transaction and HERALD_LISTEN_DATABASE_URL is not set: long polls look every 250 ms instead of listening")
         }
-        let notifications = NotificationListener(connectionString: listenURL, changes: changeWaiter, jobs: jobWaiter, logger: logger)
         deliveryDatabase = PostgresPool(configuration: .init(
             connectionString: databaseURL, size: configuration.deliveryPoolSize, acquireTimeoutSeconds: 30,
             applicationName: "herald-delivery", prepareStatements: prepare))
         let delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger,
                                     allowPrivateAddresses: configuration.deliveryAllowPrivate, caFile: configuration.deliveryCAFile)
+        let notifications = NotificationListener(connectionString: listenURL, changes: changeWaiter, jobs: jobWaiter, delivery: delivery, logger: logger)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, changeWaiter: changeWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),

@@ -15,15 +15,18 @@ public final class NotificationListener: Sendable {
     let connectionString: String?
     let changes: ChangeWaiter
     let jobs: JobWaiter
+    /// Built-in delivery's deliverers, woken for their app's new jobs too.
+    let delivery: DeliveryLoop?
     let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, logger: Logger) {
+    public init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, delivery: DeliveryLoop? = nil, logger: Logger) {
         self.connectionString = connectionString
         self.changes = changes
         self.jobs = jobs
+        self.delivery = delivery
         self.logger = logger
     }
 
@@ -57,6 +60,7 @@ public final class NotificationListener: Sendable {
                 // What committed while nobody listened: everyone looks once.
                 changes.changedAll()
                 jobs.wake()
+                delivery?.wake()
                 while !stopping.load(ordering: .relaxed) {
                     for notification in try connection.notifications(timeout: 0.5) { deliver(notification) }
                 }
@@ -77,6 +81,7 @@ public final class NotificationListener: Sendable {
     private func set(listening: Bool) {
         changes.listening.store(listening, ordering: .relaxed)
         jobs.listening.store(listening, ordering: .relaxed)
+        delivery?.listening.store(listening, ordering: .relaxed)
     }
 
     private func deliver(_ notification: PostgresNotification) {
@@ -84,7 +89,13 @@ public final class NotificationListener: Sendable {
         case "herald_changes":
             changes.changed(notification.payload.split(separator: "\u{1E}").map(String.init))
         case "herald_jobs":
-            if notification.payload.isEmpty { jobs.wake() } else { jobs.wake(app: notification.payload) }
+            if notification.payload.isEmpty {
+                jobs.wake()
+                delivery?.wake()
+            } else {
+                jobs.wake(app: notification.payload)
+                delivery?.wake(app: notification.payload)
+            }
         default:
             break
         }

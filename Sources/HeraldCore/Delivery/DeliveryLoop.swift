@@ -8,6 +8,12 @@ import Synchronization
 /// `delivery` mode is `webhook`, `gorush` or `direct`, found every 2 s (or when a settings route says the settings
 /// changed). Deliverers of several instances share an app's jobs through the queue's leases, so
 /// each job is sent by one of them at a time.
+///
+/// Apps do not share the cost of waiting: a deliverer with nothing to claim sleeps until its
+/// app's next retry or lease end (`JobQueue.nextDue`, at most 30 s) and is woken for its own
+/// app only — by this instance's ingest, and by `NOTIFY herald_jobs` (any instance's new jobs).
+/// Without the listener it looks every second, as every deliverer did before: then 150 apps
+/// with failing receivers claimed 150 times a second, and every ingest woke all of them.
 public final class DeliveryLoop: Sendable {
     let database: PostgresPool
     let metrics: Metrics
@@ -18,6 +24,9 @@ public final class DeliveryLoop: Sendable {
     let caFile: String?
     private let loop = BackgroundLoop(label: "herald.delivery")
     private let deliverers = Mutex<[String: AppDeliverer]>([:])
+    /// Whether `NotificationListener` listens (set by it): only then can an idle deliverer
+    /// sleep past a second, since other instances' new jobs reach it only as a NOTIFY.
+    let listening = Atomic<Bool>(false)
 
     public init(database: PostgresPool, metrics: Metrics, logger: Logger, allowPrivateAddresses: Bool = false, caFile: String? = nil) {
         self.database = database
@@ -27,9 +36,14 @@ public final class DeliveryLoop: Sendable {
         self.caFile = caFile
     }
 
-    /// New jobs may exist: every deliverer looks now.
+    /// New jobs may exist for any app (the listener connected again): every deliverer looks now.
     public func wake() {
         for deliverer in deliverers.withLock({ Array($0.values) }) { deliverer.wake() }
+    }
+
+    /// New jobs of `app` may exist: its deliverer, if it has one here, looks now.
+    public func wake(app: String) {
+        deliverers.withLock { $0[app] }?.wake()
     }
 
     /// An app's settings changed: read them now.
@@ -88,7 +102,8 @@ public final class DeliveryLoop: Sendable {
                     deliverer.update(settings)
                 } else {
                     let deliverer = AppDeliverer(app: app, settings: settings, database: database, metrics: metrics, logger: logger,
-                                                 allowPrivateAddresses: allowPrivateAddresses, caFile: caFile)
+                                                 allowPrivateAddresses: allowPrivateAddresses, caFile: caFile,
+                                                 listening: { [weak self] in self?.listening.load(ordering: .relaxed) ?? false })
                     current[app] = deliverer
                     started.append(deliverer)
                 }
@@ -143,13 +158,25 @@ final class AppDeliverer: Sendable {
         return min(3600, (2 * rounds * settings.timeoutMs + 999) / 1000 + 30)
     }
 
-    /// With nothing to send, the next look (ingest wakes the loop sooner): retries coming due,
-    /// other instances' jobs, expired leases.
+    /// After a batch shorter than a claim, the next look: the queue was empty a moment ago.
     static let idleSeconds = 1.0
+    /// The longest sleep of a deliverer with nothing due (new jobs wake it sooner).
+    static let longestIdleSeconds = 30.0
+    /// Whether the notification listener listens (DeliveryLoop.listening).
+    private let listening: @Sendable () -> Bool
+
+    /// How long to sleep after a claim found nothing: until the app's next job is due (a retry,
+    /// a lease's end), at most 30 s, when new jobs wake this deliverer; a second when they
+    /// cannot (no listener), as before.
+    func idle(nextDue: Double?) -> Double {
+        guard listening() else { return Self.idleSeconds }
+        return min(max(nextDue ?? Self.longestIdleSeconds, 0.001), Self.longestIdleSeconds)
+    }
 
     init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger,
-         allowPrivateAddresses: Bool, caFile: String?) {
+         allowPrivateAddresses: Bool, caFile: String?, listening: @escaping @Sendable () -> Bool = { false }) {
         self.app = app
+        self.listening = listening
         client = HTTPClient(userAgent: "Herald", allowInternalAddresses: allowPrivateAddresses, caFile: caFile)
         self.database = database
         self.metrics = metrics
@@ -175,24 +202,30 @@ final class AppDeliverer: Sendable {
 
     func stop() { loop.stop(timeout: 60) }
 
-    private func claim(_ settings: DeliverySettings) throws -> Batch? {
-        let batch = try database.withTransaction { connection in
-            Batch(jobs: try JobQueue.claim(app: app, max: Self.batchSize(settings), leaseSeconds: Self.leaseSeconds(settings), on: connection),
-                  secrets: try DeliverySecretStore().live(app: app, on: connection), settings: settings,
-                  credentials: settings.mode == .direct ? try DeliveryCredentials.load(app: app, on: connection) : [])
+    /// Claims a batch; with none, when the app's next job comes due (seconds; nil: none will).
+    private func claim(_ settings: DeliverySettings) throws -> (batch: Batch?, nextDue: Double?) {
+        let claimed = try database.withTransaction { connection -> (batch: Batch?, nextDue: Double?) in
+            let jobs = try JobQueue.claim(app: app, max: Self.batchSize(settings), leaseSeconds: Self.leaseSeconds(settings), on: connection)
+            guard !jobs.isEmpty else { return (nil, try JobQueue.nextDue(apps: [app], on: connection)) }
+            return (Batch(jobs: jobs, secrets: try DeliverySecretStore().live(app: app, on: connection), settings: settings,
+                          credentials: settings.mode == .direct ? try DeliveryCredentials.load(app: app, on: connection) : []), nil)
         }
-        metrics.add(.jobsClaimed, batch.jobs.count)
-        return batch.jobs.isEmpty ? nil : batch
+        metrics.add(.deliveryClaims, 1)
+        metrics.add(.jobsClaimed, claimed.batch?.jobs.count ?? 0)
+        return claimed
     }
 
     private func pass() -> BackgroundLoop.Next {
         let current = settings.withLock { $0 }
         let batch: Batch
         do {
-            guard let next = try prefetched.withLock({ state in defer { state = nil }; return state }) ?? claim(current) else {
-                return .idle(seconds: Self.idleSeconds)
+            if let next = prefetched.withLock({ state in defer { state = nil }; return state }) {
+                batch = next
+            } else {
+                let claimed = try claim(current)
+                guard let next = claimed.batch else { return .idle(seconds: idle(nextDue: claimed.nextDue)) }
+                batch = next
             }
-            batch = next
         } catch {
             logger.warn("delivery: a claim failed", ["error": .string(String(describing: error))])
             return .idle(seconds: 1)
@@ -204,7 +237,7 @@ final class AppDeliverer: Sendable {
         let next = LaneResult()
         if full {
             lane.async { [self] in
-                do { next.finish(try claim(current)) } catch {
+                do { next.finish(try claim(current).batch) } catch {
                     logger.warn("delivery: a claim failed", ["error": .string(String(describing: error))])
                     next.finish(nil)
                 }

@@ -62,10 +62,10 @@ extension Dependencies {
 
     /// Jobs were committed outside ingest (a read's clear jobs): count them and wake whoever
     /// waits for jobs — long-poll claims and built-in delivery.
-    func jobsProduced(_ count: Int) {
+    func jobsProduced(_ count: Int, app: String) {
         guard count > 0 else { return }
         metrics.add(.jobsProduced, count)
-        jobWaiter.wake()
-        delivery.wake()
+        jobWaiter.wake(app: app)
+        delivery.wake(app: app)
     }
 }

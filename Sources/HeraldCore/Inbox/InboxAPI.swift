@@ -195,7 +195,7 @@ enum InboxAPI {
                 return (try rows[0].decode(0, as: String.self), cleared)
             }
         }
-        context.services.jobsProduced(cleared)
+        context.services.jobsProduced(cleared, app: context.app)
         // One inbox row, as the page lists it (built by PostgreSQL, as there).
         return .jsonText(row)
     }
@@ -255,7 +255,7 @@ enum InboxAPI {
                 }
             }
         }
-        context.services.jobsProduced(cleared)
+        context.services.jobsProduced(cleared, app: context.app)
         return .json(ReadResult(updated: updated))
     }
 }

@@ -21,7 +21,7 @@ enum IngestAPI {
         if outcomes.contains(where: { $0.status == .accepted }) {
             services.fanout.wake()
             services.jobWaiter.wake(app: context.app)
-            services.delivery.wake()
+            services.delivery.wake(app: context.app)
             services.inboxRefresher.wake()
         }
         let result = IngestResult(outcomes: outcomes)

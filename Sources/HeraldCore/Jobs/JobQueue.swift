@@ -83,6 +83,23 @@ enum JobQueue {
         subject_id, sync_at, sync_by, digest_count, digest_senders, delivered_devices
         """
 
+    /// Seconds until a job of one of `apps` becomes claimable without an insert: a retry whose
+    /// backoff ends, or a lease that expires (three index probes per app); nil when none will.
+    /// Long-poll claims (JobWaiter) and built-in delivery (AppDeliverer) sleep until then.
+    static func nextDue(apps: [String], on connection: PostgresConnection) throws -> Double? {
+        let rows = try connection.query("""
+            SELECT min(least(r.at, l.at, b.at)) - herald_now_ms()
+              FROM unnest($1::text[]) AS a(app)
+              LEFT JOIN LATERAL (SELECT j.available_at AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'ready'
+                                  ORDER BY j.available_at LIMIT 1) r ON true
+              LEFT JOIN LATERAL (SELECT j.lease_until AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'leased'
+                                  ORDER BY j.lease_until LIMIT 1) l ON true
+              LEFT JOIN LATERAL (SELECT l.until AS at FROM job_leases l WHERE l.app = a.app ORDER BY l.until LIMIT 1) b ON true
+            """, [apps])
+        guard let milliseconds = try rows.first?.decode(0, as: Int64?.self) else { return nil }
+        return Double(max(milliseconds, 0)) / 1000
+    }
+
     /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
     /// (retries, silent jobs), then ranges of the oldest blocks (`herald_claim_jobs`). Two
     /// statements: the claim, and the payloads of what it leased.

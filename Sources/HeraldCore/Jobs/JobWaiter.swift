@@ -126,21 +126,8 @@ public final class JobWaiter: Sendable {
         return .idle(seconds: min(seconds + 0.001, 30))
     }
 
-    /// Seconds until a job of one of `apps` becomes claimable without an insert: a retry whose
-    /// backoff ends, or a lease that expires (two index probes per app); nil when none will.
+    /// Seconds until a job of one of `apps` becomes claimable without an insert (JobQueue.nextDue).
     private func nextDue(apps: [String]) throws -> Double? {
-        let rows = try database.withConnection { connection in
-            try connection.query("""
-                SELECT min(least(r.at, l.at, b.at)) - herald_now_ms()
-                  FROM unnest($1::text[]) AS a(app)
-                  LEFT JOIN LATERAL (SELECT j.available_at AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'ready'
-                                      ORDER BY j.available_at LIMIT 1) r ON true
-                  LEFT JOIN LATERAL (SELECT j.lease_until AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'leased'
-                                      ORDER BY j.lease_until LIMIT 1) l ON true
-                  LEFT JOIN LATERAL (SELECT l.until AS at FROM job_leases l WHERE l.app = a.app ORDER BY l.until LIMIT 1) b ON true
-                """, [apps])
-        }
-        guard let milliseconds = try rows.first?.decode(0, as: Int64?.self) else { return nil }
-        return Double(max(milliseconds, 0)) / 1000
+        try database.withConnection { try JobQueue.nextDue(apps: apps, on: $0) }
     }
 }

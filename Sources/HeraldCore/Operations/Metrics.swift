@@ -31,6 +31,7 @@ public final class Metrics: Sendable {
     public enum Counter: Int, CaseIterable, Sendable {
         case eventsAccepted, eventsDuplicate, eventsRejected
         case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
+        case deliveryClaims
     }
 
     /// Built-in delivery (SPEC §13.3): attempts by outcome and status class, their durations,
@@ -199,6 +200,9 @@ public final class Metrics: Sendable {
         header(&out, "herald_jobs_requeued_total", "counter", "Dead jobs put back in the queue.")
         out += "herald_jobs_requeued_total \(value(.jobsRequeued))\n"
 
+        header(&out, "herald_delivery_claims_total", "counter",
+               "Claims made by built-in delivery's deliverers (one per app that delivers), whether or not they found jobs.")
+        out += "herald_delivery_claims_total \(value(.deliveryClaims))\n"
         let deliveryStats = delivery.withLock { $0 }
         header(&out, "herald_delivery_attempts_total", "counter",
                "Built-in delivery requests, by outcome "
