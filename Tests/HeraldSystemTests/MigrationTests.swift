@@ -9,15 +9,7 @@ import Testing
 struct MigrationTests {
     /// A fresh, empty database in the test cluster, dropped afterwards.
     func withFreshDatabase(_ body: (String) throws -> Void) throws {
-        let environment = try TestEnvironment.shared()
-        let base = try #require(environment.server.service.services.configuration.databaseURL)
-        let name = "mig_\(UUID().uuidString.prefix(8).lowercased())"
-        let admin = try environment.connection()
-        try admin.queryOnce("CREATE DATABASE \(name)")
-        defer { _ = try? admin.queryOnce("DROP DATABASE \(name) WITH (FORCE)") }
-        let url = base.replacingOccurrences(of: "/herald?", with: "/\(name)?")
-        #expect(url != base)
-        try body(url)
+        try TestEnvironment.shared().withDatabaseOfItsOwn(prefix: "mig", body)
     }
 
     func migrations() throws -> [Migration] {

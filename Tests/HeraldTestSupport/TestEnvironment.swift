@@ -65,6 +65,20 @@ final class TestEnvironment: Sendable {
         try PostgresConnection(connectionString: server.service.services.configuration.databaseURL!)
     }
 
+    /// Runs `body` with the URL of a new, empty database in the test cluster (named `prefix_…`),
+    /// dropped afterwards: for suites whose servers must not share the test database (each
+    /// Herald on a database delivers and closes digests for all its apps).
+    func withDatabaseOfItsOwn(prefix: String, _ body: (String) throws -> Void) throws {
+        let base = server.service.services.configuration.databaseURL ?? ""
+        let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+        let admin = try connection()
+        try admin.queryOnce("CREATE DATABASE \(name)")
+        defer { _ = try? admin.queryOnce("DROP DATABASE \(name) WITH (FORCE)") }
+        let url = base.replacingOccurrences(of: "/herald?", with: "/\(name)?")
+        guard url != base else { throw TestSetupError(message: "the test database URL does not name /herald: \(base)") }
+        try body(url)
+    }
+
     /// Creates a fresh app with one key per role, so that each test has its own tenant (through
     /// `client`, another server's, or this environment's).
     func makeApp(prefix: String = "app", client: HTTPClient? = nil) throws -> TestApp {
