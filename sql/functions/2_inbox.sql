@@ -100,8 +100,10 @@ CREATE OR REPLACE FUNCTION herald_count_new_replies(p_app text, p_replies text[]
 BEGIN
     WITH replies AS MATERIALIZED (
         SELECT r.id, r.parent_id, r.sender, r.sent_at, r.mentions_all,
-               -- the users the reply mentions explicitly (its created version's mention rows)
-               ARRAY(SELECT mn.uid FROM mentions mn WHERE mn.app = p_app AND mn.message_id = r.id AND mn.at = r.sent_at) AS mentioned
+               -- the users the reply mentions explicitly (its created version's mention rows), as
+               -- the keys of one object: a look-up is a search, not a scan of up to 1,000 uids
+               (SELECT coalesce(jsonb_object_agg(mn.uid, true), '{}') FROM mentions mn
+                 WHERE mn.app = p_app AND mn.message_id = r.id AND mn.at = r.sent_at) AS mentioned
           FROM (SELECT DISTINCT unnest(p_replies) AS id) x
           CROSS JOIN LATERAL (SELECT * FROM messages r
                                WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen
@@ -112,8 +114,8 @@ BEGIN
     -- the earliest reply (a read mark at or past it may have read one of them)
     threads AS MATERIALIZED (
         SELECT x.parent_id, min(x.sent_at) AS first_at, bool_or(x.mentions_all) AS mentions_all,
-               array_agg(DISTINCT mn.uid) FILTER (WHERE mn.uid IS NOT NULL) AS mentioned
-          FROM replies x LEFT JOIN LATERAL unnest(x.mentioned) AS mn(uid) ON true
+               coalesce(jsonb_object_agg(mn.uid, true) FILTER (WHERE mn.uid IS NOT NULL), '{}') AS mentioned
+          FROM replies x LEFT JOIN LATERAL jsonb_object_keys(x.mentioned) AS mn(uid) ON true
          GROUP BY x.parent_id
     ),
     -- the subscribers whose row a reply can change, one scan of each thread's subscribers
@@ -123,7 +125,7 @@ BEGIN
         SELECT s.* FROM threads th
          CROSS JOIN LATERAL (SELECT s.ctid AS tid, s.uid, s.thread_id, s.read_at, s.read_id, s.has_unread FROM subscriptions s
                               WHERE s.app = p_app AND s.thread_id = th.parent_id AND s.subscribed OFFSET 0) s
-         WHERE NOT s.has_unread OR th.mentions_all OR s.uid = ANY (th.mentioned) OR s.read_at >= th.first_at
+         WHERE NOT s.has_unread OR th.mentions_all OR th.mentioned ? s.uid OR s.read_at >= th.first_at
     ),
     delta AS MATERIALIZED (
         SELECT s.tid AS row,
@@ -132,7 +134,7 @@ BEGIN
                count(*) FILTER (WHERE r.after AND r.sender <> s.uid AND r.mentioning) AS mentions
           FROM changing s
           JOIN replies x ON x.parent_id = s.thread_id
-          CROSS JOIN LATERAL (SELECT x.sender, x.mentions_all OR s.uid = ANY (x.mentioned) AS mentioning,
+          CROSS JOIN LATERAL (SELECT x.sender, x.mentions_all OR x.mentioned ? s.uid AS mentioning,
                                      (x.sent_at, x.id COLLATE "C") > (coalesce(s.read_at, -9223372036854775808),
                                                                        coalesce(s.read_id, '') COLLATE "C") AS after) r
          WHERE NOT EXISTS (SELECT 1 FROM keys k WHERE k.uid = s.uid AND k.thread_id = s.thread_id)

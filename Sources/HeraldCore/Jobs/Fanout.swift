@@ -123,7 +123,9 @@ struct Fanout {
         guard !created.isEmpty else { return (nil, 0) }
         let rows = try connection.query("""
             WITH m AS (
-                SELECT m.* FROM unnest($2::text[]) AS x(id)
+                -- each message with its set: the members of its group in its thread, or its peer
+                SELECT m.*, CASE WHEN m.group_id IS NULL THEN m.id ELSE m.group_id || chr(31) || coalesce(m.parent_id, m.id) END AS set_key
+                  FROM unnest($2::text[]) AS x(id)
                   -- one message at a time through its key (OFFSET 0 keeps the planner from turning the
                   -- thread check into a scan of every thread); a deleted thread or group notifies nobody
                   CROSS JOIN LATERAL (SELECT * FROM messages m
@@ -167,8 +169,8 @@ struct Fanout {
             -- (S2 on fresh tables: 47 ms a round), and kept as parallel arrays: one row per set.
             -- The sender is among them (a fan-out chunk's LIMIT counts every member); Swift skips it.
             sets AS MATERIALIZED (
-                SELECT k.group_id, k.thread_id, x.* FROM (SELECT DISTINCT m.group_id, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id
-                                                            FROM m WHERE m.group_id IS NOT NULL) k
+                SELECT k.set_key, x.* FROM (SELECT DISTINCT m.set_key, m.group_id, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id
+                                              FROM m WHERE m.group_id IS NOT NULL) k
                  CROSS JOIN LATERAL (
                     SELECT array_agg(g.uid) AS uids, array_agg(s.subscribed) AS subscribed, array_agg(s.since) AS since,
                            array_agg(s.manual_at) AS manual_at, array_agg(s.unsubscribed_at) AS unsubscribed_at,
@@ -185,11 +187,9 @@ struct Fanout {
                       LEFT JOIN LATERAL (\(Fanout.mutedUntilOf(uid: "g.uid", group: "k.group_id", other: "NULL")) OFFSET 0) mu(until) ON true
                  ) x
             ),
-            -- Three kinds of rows, so that what many messages share is read and sent once:
-            -- 'm' a member of a set (a group's members in a thread, or the other user of a one-on-one
-            -- message), with their state; 'x' a message and its set; 'n' a user a message mentions.
+            -- the peer of each one-on-one message, a set of one
             one AS MATERIALIZED (
-                SELECT m.id, o.uid, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, up.preferences::text AS preferences,
+                SELECT m.set_key, o.uid, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, up.preferences::text AS preferences,
                        \(Fanout.mutedUntilOf(uid: "o.uid", group: "NULL", other: "m.sender")) AS muted_until,
                        (SELECT wn.map ->> (coalesce(m.parent_id, m.id) || chr(31) || o.uid) FROM windows wn) AS digest_window,
                        (SELECT lv.map ->> (m.conversation_id || chr(31) || o.uid) FROM levels lv) AS level
@@ -199,17 +199,19 @@ struct Fanout {
                   LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = $1 AND up.uid = o.uid OFFSET 0) up ON true
                  WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
-            SELECT 'm' AS kind, sets.group_id || chr(31) || sets.thread_id AS key, NULL AS message_id, NULL::bigint AS herald_at, u.*
+            -- Four kinds of rows, so that what several messages share is read and sent once: 'g' a
+            -- member of a group's set and 'o' the peer of a one-on-one message, with their state;
+            -- 'x' a message and its set; 'n' a user a message mentions.
+            SELECT 'g' AS kind, sets.set_key, NULL AS message_id, NULL::bigint AS herald_at, u.*
               FROM sets CROSS JOIN LATERAL unnest(sets.uids, sets.subscribed, sets.since, sets.manual_at, sets.unsubscribed_at, sets.tracked,
                                                   sets.preferences, sets.muted_until, sets.digest_window, sets.level)
                    AS u(uid, subscribed, since, manual_at, unsubscribed_at, tracked, preferences, muted_until, digest_window, level)
             UNION ALL
-            SELECT 'm', chr(31) || one.id, NULL, NULL, one.uid, one.subscribed, one.since, one.manual_at, one.unsubscribed_at, one.tracked,
+            SELECT 'o', one.set_key, NULL, NULL, one.uid, one.subscribed, one.since, one.manual_at, one.unsubscribed_at, one.tracked,
                    one.preferences, one.muted_until, one.digest_window, one.level
               FROM one
             UNION ALL
-            SELECT 'x', CASE WHEN m.group_id IS NULL THEN chr(31) || m.id ELSE m.group_id || chr(31) || coalesce(m.parent_id, m.id) END,
-                   m.id, (SELECT t.herald_at FROM t WHERE t.id = m.id), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+            SELECT 'x', m.set_key, m.id, (SELECT t.herald_at FROM t WHERE t.id = m.id), NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
               FROM m
             UNION ALL
             SELECT 'n', NULL, m.id, NULL, mn.uid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
@@ -226,22 +228,22 @@ struct Fanout {
         }
         var sets: [String: [Member]] = [:]
         var messages: [String: (set: String, heraldAt: Int64?)] = [:]
-        var mentioned: Set<[String]> = []
+        var mentioned: [String: Set<String>] = [:]   // by message
         for row in rows {
-            switch try row.decode(0, as: String.self) {
-            case "m":
-                let key = try row.decode(1, as: String.self)
+            let kind = try row.decode(0, as: String.self)
+            switch kind {
+            case "g", "o":
                 let text = try row.decode("preferences", as: String?.self)
-                sets[key, default: []].append(Member(
+                sets[try row.decode(1, as: String.self), default: []].append(Member(
                     uid: try row.decode("uid"), subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                     manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
                     tracked: try row.decode("tracked", as: Bool?.self) ?? false,
-                    preferences: cache.effective(text), resolved: cache.resolve(text, type: key.hasPrefix("\u{1F}") ? .oneOnOne : .group),
+                    preferences: cache.effective(text), resolved: cache.resolve(text, type: kind == "o" ? .oneOnOne : .group),
                     mutedUntil: try row.decode("muted_until"), digestWindow: try row.decode("digest_window"), level: try Self.level(row)))
             case "x":
                 messages[try row.decode(2, as: String.self)] = (try row.decode(1), try row.decode(3))
             default:
-                mentioned.insert([try row.decode(2, as: String.self), try row.decode("uid", as: String.self)])
+                mentioned[try row.decode(2, as: String.self), default: []].insert(try row.decode("uid", as: String.self))
             }
         }
         var last: String?
@@ -253,6 +255,7 @@ struct Fanout {
         for item in created where routed.insert(item.message.id).inserted {
             guard let message = messages[item.message.id] else { continue }
             let messageID = item.message.id
+            let mentions = mentioned[messageID] ?? []
             for member in sets[message.set] ?? [] {
                 let uid = member.uid
                 last = EventJobs.later(uid, than: last)
@@ -260,7 +263,7 @@ struct Fanout {
                 let subscription = Routing.SubscriptionState(subscribed: member.subscribed, since: member.since, manualAt: member.manualAt,
                                                              unsubscribedAt: member.unsubscribedAt, asOf: item.message.sentAt)
                 let input = Self.input(item.message, recipient: uid, subscription: subscription,
-                                       mentionedExplicitly: !mentioned.isEmpty && mentioned.contains([messageID, uid]),
+                                       mentionedExplicitly: mentions.contains(uid),
                                        preferences: member.preferences, settings: settings, mutedUntil: member.mutedUntil, now: cache.now,
                                        resolved: member.resolved, level: member.level, tracked: member.tracked)
                 let decision = Routing.decide(input)
@@ -293,34 +296,26 @@ struct Fanout {
         func source(_ job: JobRow) -> String? { job.created.ownEvent ? nil : job.created.event.source }
         func event(_ job: JobRow) -> String? { job.created.ownEvent ? nil : job.created.event.id }
         func type(_ job: JobRow) -> String? { job.created.ownEvent ? nil : job.created.event.type }
+        var jobs = jobs
         if mayExist ?? jobsMayExist {
-            // the rare path (a catch-up, a batch run again): each pair checked, then grouped in SQL
-            let rows = try connection.query("""
-                WITH x AS (
-                    SELECT * FROM unnest($2::text[], $3::text[], $4::smallint[], $5::boolean[], $6::text[], $7::text[], $8::text[])
-                                  WITH ORDINALITY AS x(message_id, recipient, reason, privacy, source, event, type, n)
-                    WHERE NOT EXISTS (SELECT 1 FROM job_blocks b
-                                       WHERE b.app = $1 AND b.message_id = x.message_id AND b.event_source IS NOT DISTINCT FROM x.source
-                                         AND b.event_id IS NOT DISTINCT FROM x.event AND x.recipient = ANY (b.recipients))
-                      AND NOT EXISTS (SELECT 1 FROM job_rows r
-                                       WHERE r.app = $1 AND r.message_id = x.message_id AND r.recipient = x.recipient
-                                         AND r.event_source IS NOT DISTINCT FROM x.source AND r.event_id IS NOT DISTINCT FROM x.event)
-                ), g AS (
-                    SELECT x.*, (row_number() OVER (PARTITION BY x.message_id, x.source, x.event ORDER BY x.n) - 1) / \(JobBlocks.size) AS part FROM x
-                )
-                INSERT INTO job_blocks (app, message_id, event_source, event_id, event_type, stop, recipients, reasons, privacy)
-                SELECT $1, g.message_id, g.source, g.event, min(g.type), count(*),
-                       array_agg(g.recipient ORDER BY g.n), array_agg(g.reason ORDER BY g.n), array_agg(g.privacy ORDER BY g.n)
-                  FROM g GROUP BY g.message_id, g.source, g.event, g.part
-                 ORDER BY min(g.n)   -- block ids (and so job ids and claim order) follow the order given
-                RETURNING stop
-                """, [app, jobs.map { $0.created.message.id }, jobs.map { $0.recipient }, jobs.map { $0.reason.code },
-                      jobs.map { $0.privacy }, jobs.map(source), jobs.map(event), jobs.map(type)])
-            return try rows.reduce(0) { $0 + (try $1.decode("stop", as: Int.self)) }
+            // The rare path (a catch-up, a batch run again): the (event, recipient) pairs that have
+            // a job already are left out first, then the rest are blocked as below.
+            let kept = try connection.query("""
+                SELECT x.n FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS x(message_id, recipient, source, event, n)
+                 WHERE NOT EXISTS (SELECT 1 FROM job_blocks b
+                                    WHERE b.app = $1 AND b.message_id = x.message_id AND b.event_source IS NOT DISTINCT FROM x.source
+                                      AND b.event_id IS NOT DISTINCT FROM x.event AND x.recipient = ANY (b.recipients))
+                   AND NOT EXISTS (SELECT 1 FROM job_rows r
+                                    WHERE r.app = $1 AND r.message_id = x.message_id AND r.recipient = x.recipient
+                                      AND r.event_source IS NOT DISTINCT FROM x.source AND r.event_id IS NOT DISTINCT FROM x.event)
+                 ORDER BY x.n
+                """, [app, jobs.map { $0.created.message.id }, jobs.map { $0.recipient }, jobs.map(source), jobs.map(event)])
+            jobs = try kept.map { jobs[try $0.decode(0, as: Int.self) - 1] }
+            guard !jobs.isEmpty else { return 0 }
         }
         // The blocks made here: the jobs of one (message, event) in the order given, up to
         // JobBlocks.size a block, blocks in the order of their first job; each block a slice of
-        // the recipients (no sort, window or aggregate in SQL: S2's insert took 3.4 ms a round so).
+        // the recipients (no sort, window or aggregate in SQL: S2's insert took 3.4–4.2 ms a round so).
         struct Key: Hashable { let message: String, source: String?, event: String? }
         var open: [Key: Int] = [:]
         var blocks: [(first: JobRow, members: [Int])] = []

@@ -122,12 +122,8 @@ public final class JobWaiter: Sendable {
         let (deadline, apps) = state.withLock { ($0.items.values.map(\.deadline).min(), $0.keys) }
         guard let deadline else { return .idle(seconds: 30) }
         var seconds = Double(deadline > now ? deadline - now : 0) / 1_000_000_000
-        if let due = try? nextDue(apps: apps) { seconds = min(seconds, due) }
+        // a retry's backoff or a lease may end first
+        if let due = try? database.withConnection({ try JobQueue.nextDue(apps: apps, on: $0) }) { seconds = min(seconds, due) }
         return .idle(seconds: min(seconds + 0.001, 30))
-    }
-
-    /// Seconds until a job of one of `apps` becomes claimable without an insert (JobQueue.nextDue).
-    private func nextDue(apps: [String]) throws -> Double? {
-        try database.withConnection { try JobQueue.nextDue(apps: apps, on: $0) }
     }
 }
