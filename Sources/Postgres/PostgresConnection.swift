@@ -138,10 +138,20 @@ public final class PostgresConnection: @unchecked Sendable {
         return received
     }
 
-    /// Runs one statement with `$n` parameters as a prepared statement (prepared once per
-    /// connection, then reused), and returns its rows.
+    /// Runs one statement as a prepared statement (prepared once per connection, then reused),
+    /// and returns its rows. Its interpolated values are its parameters (see `SQL`).
     @discardableResult
-    public func query(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresRows {
+    public func query(_ statement: SQL) throws -> PostgresRows {
+        try query(statement.text, statement.parameters)
+    }
+
+    /// Runs one statement without preparing it: for statements run once.
+    @discardableResult
+    public func queryOnce(_ statement: SQL) throws -> PostgresRows {
+        try queryOnce(statement.text, statement.parameters)
+    }
+
+    private func query(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> PostgresRows {
         let handle = try liveHandle(sql: sql)
         guard prepareStatements else { return try queryOnce(sql, parameters) }
         let name: String
@@ -159,9 +169,7 @@ public final class PostgresConnection: @unchecked Sendable {
         return try check(result, sql: sql)
     }
 
-    /// Runs one statement with `$n` parameters without preparing it: for statements run once.
-    @discardableResult
-    public func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> PostgresRows {
+    private func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> PostgresRows {
         let handle = try liveHandle(sql: sql)
         let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecParams(handle, sql, count, nil, values, nil, nil, 0)

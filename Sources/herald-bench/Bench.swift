@@ -115,8 +115,8 @@ final class Bench {
         return keys
     }
 
-    func count(_ sql: String, _ parameters: [any PostgresEncodable] = []) throws -> Int {
-        try database().query(sql, parameters)[0].decode(0, as: Int?.self) ?? 0
+    func count(_ sql: SQL) throws -> Int {
+        try database().query(sql)[0].decode(0, as: Int?.self) ?? 0
     }
 
     /// Rows inserted, updated and deleted in user tables so far (statistics flush within ~1 s).

@@ -57,7 +57,7 @@ extension Bench {
         let ratio = l1RequestsPerSecond > 0 ? ", " + format(perSecond / l1RequestsPerSecond, digits: 2) + " of L1" : ""
         add("W7 webhook delivery: \(format(Double(expected))) jobs, concurrency 32", format(perSecond) + " jobs/s", result,
             goal: "≥ 10,000 jobs/s" + ratio, met: perSecond >= 10_000 && snapshot.count == expected && snapshot.duplicates == 0)
-        let acked = try count("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'acked'", [app])
+        let acked = try count("SELECT count(*) FROM jobs WHERE app = \(app) AND state = 'acked'")
         notes.append("W7: \(format(Double(snapshot.count))) of \(format(Double(expected))) delivered (\(snapshot.duplicates) twice), "
                      + "\(format(Double(acked))) acked; ingest of the \(messages) messages took "
                      + "\(format(Double(posted - started) / 1e9, digits: 2)) s; p50/p99 are from job creation to arrival.")

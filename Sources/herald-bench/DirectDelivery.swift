@@ -1,3 +1,4 @@
+import Postgres
 import Glibc
 import HeraldCore
 import Secrets
@@ -160,7 +161,7 @@ extension Bench {
             var acked = 0, lastMove = now()
             while acked < expected, now() - lastMove < 30_000_000_000 {
                 usleep(20_000)
-                let next = try database.query(Self.ackedSQL, [app])[0].decode(0, as: Int?.self) ?? 0
+                let next = try database.query(Self.acked(app: app))[0].decode(0, as: Int?.self) ?? 0
                 if next != acked { lastMove = now() }
                 acked = next
             }
@@ -184,12 +185,12 @@ extension Bench {
         func cpu(_ micros: Double, _ unit: String) -> String {
             "Herald CPU " + format(micros, digits: 1) + " µs/\(unit)" + (l1Micros > 0 ? " = " + format(micros / l1Micros, digits: 1) + "× an L1 request's" : "")
         }
-        let states = try database().query("SELECT state, count(*)::bigint FROM jobs WHERE app = $1 GROUP BY state ORDER BY state", [app])
+        let states = try database().query("SELECT state, count(*)::bigint FROM jobs WHERE app = \(app) GROUP BY state ORDER BY state")
             .map { "\(try $0.decode(0, as: String.self)) \(format(Double(try $0.decode(1, as: Int.self))))" }.joined(separator: ", ")
         let errors = try database().query("""
-            SELECT last_error || ' (' || count(*) || ')' FROM job_rows WHERE app = $1 AND last_error IS NOT NULL
+            SELECT last_error || ' (' || count(*) || ')' FROM job_rows WHERE app = \(app) AND last_error IS NOT NULL
              GROUP BY last_error ORDER BY count(*) DESC LIMIT 3
-            """, [app]).map { try $0.decode(0, as: String.self) }
+            """).map { try $0.decode(0, as: String.self) }
         let metrics = (try? BenchConnection(host: host, port: port).request("GET", "/metrics").text) ?? ""
         let apnsSent = Self.attempts(metrics, platform: "apns", outcome: "sent")
         let webSent = Self.attempts(metrics, platform: "webpush", outcome: "sent")
@@ -227,11 +228,13 @@ extension Bench {
     }
 
     /// The app's acked jobs, cheaply: the acked marks of its blocks and its acked row jobs.
-    static let ackedSQL = """
-        SELECT (SELECT coalesce(sum(bit_count(k.acked & ~k.moved)), 0) FROM job_blocks b JOIN job_block_marks k ON k.block = b.id
-                 WHERE b.app = $1)::bigint
-             + (SELECT count(*) FROM job_rows WHERE app = $1 AND state = 'acked')
+    static func acked(app: String) -> SQL {
         """
+        SELECT (SELECT coalesce(sum(bit_count(k.acked & ~k.moved)), 0) FROM job_blocks b JOIN job_block_marks k ON k.block = b.id
+                 WHERE b.app = \(app))::bigint
+             + (SELECT count(*) FROM job_rows WHERE app = \(app) AND state = 'acked')
+        """
+    }
 
     /// The direct pushes' series of `herald_delivery_attempts_total` other than `sent`, as
     /// `platform outcome status: count` (none: "none").

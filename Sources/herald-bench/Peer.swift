@@ -107,8 +107,8 @@ extension Bench {
         while true {
             jobs = try count("""
                 SELECT count(*) FROM jobs
-                 WHERE app = $1 AND message_id = ANY (ARRAY(SELECT id FROM messages WHERE app = $1 AND parent_id = $2))
-                """, [app, thread.parent])
+                 WHERE app = \(app) AND message_id = ANY (ARRAY(SELECT id FROM messages WHERE app = \(app) AND parent_id = \(thread.parent)))
+                """)
             if jobs >= expected || now() - waitStarted > 30_000_000_000 { break }
             usleep(10_000)
         }
@@ -126,18 +126,18 @@ extension Bench {
     /// S2d: waits for the windows' end, then for their digests; notes how long after the end the
     /// last one was committed (SPEC §17: within 2 s), and that every window got one.
     func digestsCommitted(app: String, name: String, windows: Int) throws {
-        let end = try count("SELECT max(ends_at) FROM digest_windows WHERE app = $1", [app])
+        let end = try count("SELECT max(ends_at) FROM digest_windows WHERE app = \(app)")
         let wait = Double(end) / 1000 - Double(time(nil))
         say("\(name): waiting \(format(max(0, wait), digits: 0)) s for the digest windows to end …")
         var digests = 0
         let waited = now()
         while now() - waited < UInt64(max(0, wait) + 30) * 1_000_000_000 {
-            digests = try count("SELECT count(*) FROM job_rows WHERE app = $1 AND kind = 'digest'", [app])
+            digests = try count("SELECT count(*) FROM job_rows WHERE app = \(app) AND kind = 'digest'")
             if digests >= windows { break }
             usleep(100_000)
         }
-        let last = try count("SELECT max(created_at) FROM job_rows WHERE app = $1 AND kind = 'digest'", [app])
-        let closed = try count("SELECT count(*) FROM digest_windows WHERE app = $1 AND closed_at IS NOT NULL", [app])
+        let last = try count("SELECT max(created_at) FROM job_rows WHERE app = \(app) AND kind = 'digest'")
+        let closed = try count("SELECT count(*) FROM digest_windows WHERE app = \(app) AND closed_at IS NOT NULL")
         let lag = Double(last - end) / 1000
         add("\(name) digests: the last of \(windows) committed after the windows' end", format(lag, digits: 2) + " s", nil,
             goal: "≤ 2 s, one per window", met: lag <= 2 && digests == windows && closed == windows)
@@ -220,7 +220,7 @@ extension Bench {
         let minutes = max(1, Int(seconds / minute))
         let first = Double(perMinute[0]) / minute
         let last = Double(perMinute[minutes - 1]) / minute
-        let ready = try count("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'ready'", [app])
+        let ready = try count("SELECT count(*) FROM jobs WHERE app = \(app) AND state = 'ready'")
         add("soak: first minute", format(first) + " replies/s", nil)
         add("soak: last minute", format(last) + " replies/s", nil,
             goal: "≥ 90% of the first (" + format(minutes > 1 ? last / max(first, 1) * 100 : 100) + "%)",

@@ -46,8 +46,8 @@ extension Bench {
             let ids = (0..<1000).map { "r-\(batch)-\($0)" }
             try connection.query("""
                 INSERT INTO bench_l2 (app, event_source, event_id, recipient, message_id, kind, reason, payload)
-                SELECT 'bench', 'bench', e, 'u' || e, 'rm-' || e, 'reply', 'subscribed', $2::jsonb FROM unnest($1::text[]) AS e
-                """, [ids, payload])
+                SELECT 'bench', 'bench', e, 'u' || e, 'rm-' || e, 'reply', 'subscribed', \(payload)::jsonb FROM unnest(\(ids)::text[]) AS e
+                """)
             log.record(started, ok: true, count: 1000)
             return true
         }
@@ -157,14 +157,14 @@ extension Bench {
 
     func ingestBatches(keys: [String: String], chat: Chat) throws {
         let total = options.quick ? 20_000 : 60_000
-        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp])
+        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = \(chatApp)")
         let rowsBefore = try rowsWritten()
         if let pid = heraldPID { resetPeakMemory(pid) }
         say("W1: \(format(Double(total))) replies in batches of 100, 4 connections …")
         let (result, retries) = postBatches(total: total, key: keys["ingest"]) { Self.reply($0, chat: chat) }
         let peak = heraldPID.map { processMemory($0, "VmHWM") } ?? 0
         usleep(1_500_000)
-        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1", [chatApp]) - jobsBefore
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = \(chatApp)") - jobsBefore
         let written = try rowsWritten() - rowsBefore
         let rowsPerSecond = Double(written) / result.seconds
         add("W1 ingest: batches of 100, 4 connections", format(result.perSecond) + " events/s", result,
@@ -196,14 +196,14 @@ extension Bench {
     /// W6: 10,000 `reaction.added` on the W1 chat's thread parents, batches of 100, 4 connections.
     func ingestReactions(keys: [String: String], chat: Chat) throws {
         let total = options.quick ? 2_000 : 10_000
-        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'reaction'", [chatApp])
+        let jobsBefore = try count("SELECT count(*) FROM jobs WHERE app = \(chatApp) AND kind = 'reaction'")
         let rowsBefore = try rowsWritten()
         // after the members' snapshot: a reaction notifies those with access at its time
         let at = Int64(time(nil)) * 1000
         say("W6: \(format(Double(total))) reactions in batches of 100, 4 connections …")
         let (result, retries) = postBatches(total: total, key: keys["ingest"]) { Self.reaction($0, chat: chat, at: at) }
         usleep(500_000)
-        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'reaction'", [chatApp]) - jobsBefore
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = \(chatApp) AND kind = 'reaction'") - jobsBefore
         let written = try rowsWritten() - rowsBefore
         let rowsPerSecond = Double(written) / result.seconds
         add("W6 ingest: reactions in batches of 100, 4 connections", format(result.perSecond) + " events/s", result,
@@ -255,8 +255,7 @@ extension Bench {
         }
         let db = try database()
         func waitDone(_ eventID: String) throws {
-            while try db.query("SELECT coalesce(bool_and(done), false) FROM fanout_tasks WHERE app = $2 AND event_id = $1",
-                               [eventID, bigApp])[0].decode(0, as: Bool.self) == false {
+            while try db.query("SELECT coalesce(bool_and(done), false) FROM fanout_tasks WHERE app = \(bigApp) AND event_id = \(eventID)")[0].decode(0, as: Bool.self) == false {
                 usleep(10_000)
             }
         }
@@ -269,7 +268,7 @@ extension Bench {
         try send(reply)
         try waitDone("big-r")
         let seconds = Double(now() - started) / 1_000_000_000
-        let jobs = try count("SELECT count(*) FROM jobs WHERE app = $1 AND message_id = 'bigr'", [bigApp])
+        let jobs = try count("SELECT count(*) FROM jobs WHERE app = \(bigApp) AND message_id = 'bigr'")
         add("W3 fan-out: one reply to \(format(Double(members))) members", format(seconds, digits: 2) + " s to commit all jobs",
             nil, goal: "≤ 2 s", met: seconds <= 2 && jobs == members - 1)
         notes.append("W3: \(format(Double(jobs))) jobs committed, \(format(Double(jobs) / seconds)) jobs/s.")
@@ -282,12 +281,12 @@ extension Bench {
         // Two devices per member (SPEC §13.1): every claimed job carries its recipient's devices.
         let devices = try database().query("""
             INSERT INTO devices (app, uid, id, platform, token, topic)
-            SELECT $1, 'b' || g, d.id, d.platform, d.id || '-token-' || g, CASE WHEN d.platform = 'apns' THEN 'com.example.chat' END
-              FROM generate_series(0, $2::int - 1) AS g
+            SELECT \(bigApp), 'b' || g, d.id, d.platform, d.id || '-token-' || g, CASE WHEN d.platform = 'apns' THEN 'com.example.chat' END
+              FROM generate_series(0, \(options.quick ? 20_000 : 100_000)::int - 1) AS g
              CROSS JOIN (VALUES ('phone', 'apns'), ('tablet', 'fcm')) AS d(id, platform)
             ON CONFLICT DO NOTHING
-            """, [bigApp, options.quick ? 20_000 : 100_000]).affectedRows
-        let ready = try count("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'ready'", [bigApp])
+            """).affectedRows
+        let ready = try count("SELECT count(*) FROM jobs WHERE app = \(bigApp) AND state = 'ready'")
         say("W5: 4 workers claim 100 and ack, \(format(Double(ready))) jobs ready, \(format(Double(devices))) devices (2 per user) …")
         let host = self.host, port = self.port
         let worker = keys["worker"]

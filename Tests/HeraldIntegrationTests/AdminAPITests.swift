@@ -91,7 +91,7 @@ struct AdminAPITests {
 
         // The stored row holds a digest, not the secret.
         let connection = try environment.connection()
-        let stored = try connection.query("SELECT encode(secret_hash, 'hex') FROM app_keys WHERE id = $1", [id])
+        let stored = try connection.query("SELECT encode(secret_hash, 'hex') FROM app_keys WHERE id = \(id)")
         let digest = try stored[0].decode(0, as: String.self)
         #expect(digest.count == 64)
         #expect(digest != String(secret.suffix(64)))

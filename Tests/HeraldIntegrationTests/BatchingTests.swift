@@ -61,8 +61,8 @@ struct BatchingTests {
             """
             SELECT coalesce(j.event_id, m.event_id) AS event, j.recipient, j.reason
               FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id
-             WHERE j.app = $1 AND coalesce(j.event_id, m.event_id) LIKE 'c-r%'
-            """, [app.id]) {
+             WHERE j.app = \(app.id) AND coalesce(j.event_id, m.event_id) LIKE 'c-r%'
+            """) {
             jobs.insert(Job(event: try row.decode(0), recipient: try row.decode(1), reason: try row.decode(2)))
         }
         return (app, jobs)

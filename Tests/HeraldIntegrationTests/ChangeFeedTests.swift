@@ -236,9 +236,9 @@ struct ChangeFeedTests {
         _ = try patch("/v1/settings/notifications", app, #"{"changeRetentionSeconds": 60}"#)
         #expect(try client.get("/v1/users/bob/changes?cursor=\(fresh)", token: app.serverKey).status == 410)
         let connection = try environment.connection()
-        try connection.query("UPDATE changes SET at = at - 121000 WHERE app = $1 AND subject IN ('d0', 'd1')", [app.id])
+        try connection.query("UPDATE changes SET at = at - 121000 WHERE app = \(app.id) AND subject IN ('d0', 'd1')")
         _ = try environment.server.maintenance.purgeChanges()
-        let left = try connection.query("SELECT subject FROM changes WHERE app = $1 ORDER BY seq", [app.id]).map { try $0.decode(0, as: String.self) }
+        let left = try connection.query("SELECT subject FROM changes WHERE app = \(app.id) ORDER BY seq").map { try $0.decode(0, as: String.self) }
         #expect(left == (2..<7).map { "d\($0)" })
     }
 
@@ -267,8 +267,8 @@ struct ChangeFeedTests {
         }
         Thread.sleep(forTimeInterval: 0.3)
         try environment.connection().query("""
-            INSERT INTO devices (app, uid, id, platform, token) VALUES ($1, 'bob', 'laptop', 'webpush', 'tok-x')
-            """, [app.id])
+            INSERT INTO devices (app, uid, id, platform, token) VALUES (\(app.id), 'bob', 'laptop', 'webpush', 'tok-x')
+            """)
         #expect(elsewhere.wait(seconds: 25) == ["laptop"])
         #expect(try after.all().compactMap { $0["deviceId"] as? String } == ["laptop"])
         // nothing comes: an empty page with a cursor that still works
@@ -293,8 +293,8 @@ struct ChangeFeedTests {
         }
         Thread.sleep(forTimeInterval: 0.5)
         try environment.connection().query("""
-            INSERT INTO job_rows (app, message_id, recipient, reason) VALUES ($1, 'm1', 'zed', 'groupMessage')
-            """, [app.id])
+            INSERT INTO job_rows (app, message_id, recipient, reason) VALUES (\(app.id), 'm1', 'zed', 'groupMessage')
+            """)
         #expect(waiting.wait(seconds: 25) == ["zed"])
     }
 

@@ -39,7 +39,7 @@ struct DeliveryTests {
     }
 
     func jobRows(_ app: TestApp) throws -> [(state: String, attempt: Int, error: String?)] {
-        try environment.connection().query("SELECT state, attempt, last_error FROM jobs WHERE app = $1 ORDER BY id", [app.id]).map {
+        try environment.connection().query("SELECT state, attempt, last_error FROM jobs WHERE app = \(app.id) ORDER BY id").map {
             (try $0.decode(0), try $0.decode(1), try $0.decode(2))
         }
     }
@@ -73,7 +73,7 @@ struct DeliveryTests {
         let shown = try #require(try client.get("/v1/settings/notifications", token: app.serverKey).json["delivery"] as? [String: Any])
         #expect(shown["secret"] == nil && shown["secretSet"] as? Bool == true && shown["mode"] as? String == "webhook")
         #expect(shown["timeoutMs"] as? Int == 1000 && shown["concurrency"] as? Int == 2 && shown["url"] as? String == "http://127.0.0.1:9/hook")
-        let stored = try environment.connection().query("SELECT settings->'delivery' ? 'secretSet' FROM app_settings WHERE app = $1", [app.id])
+        let stored = try environment.connection().query("SELECT settings->'delivery' ? 'secretSet' FROM app_settings WHERE app = \(app.id)")
         #expect(try stored[0].decode(0, as: Bool.self) == false, "secretSet is read from the secrets, not stored")
         let again = try patch(app, ["delivery": ["concurrency": 3]])
         #expect((again.json["delivery"] as? [String: Any])?["secret"] == nil, "the secret is shown once")
@@ -89,7 +89,7 @@ struct DeliveryTests {
         #expect(try client.delete("/v1/settings/notifications", token: app.serverKey).status == 200)
         let reset = try client.get("/v1/settings/notifications", token: app.serverKey).json["delivery"] as? [String: Any]
         #expect(reset?["mode"] as? String == "pull" && reset?["secretSet"] as? Bool == false)
-        let count = try environment.connection().query("SELECT count(*) FROM delivery_secrets WHERE app = $1", [app.id])
+        let count = try environment.connection().query("SELECT count(*) FROM delivery_secrets WHERE app = \(app.id)")
         #expect(try count[0].decode(0, as: Int.self) == 0, "a reset removes the secrets")
     }
 

@@ -22,7 +22,7 @@ struct DirectSettingsTests {
     }
 
     func credentials(_ app: TestApp) throws -> [String] {
-        try environment.connection().query("SELECT kind FROM delivery_credentials WHERE app = $1 ORDER BY kind", [app.id])
+        try environment.connection().query("SELECT kind FROM delivery_credentials WHERE app = \(app.id) ORDER BY kind")
             .map { try $0.decode(0, as: String.self) }
     }
 
@@ -49,7 +49,7 @@ struct DirectSettingsTests {
         #expect((delivery["webpush"] as? [String: Any])?["subject"] as? String == "mailto:ops@example.com")
         let read = try client.get("/v1/settings/notifications", token: app.serverKey)
         for text in [response.text, read.text] { #expect(!text.contains("PRIVATE KEY") && !text.contains("private_key")) }
-        let stored = try environment.connection().query("SELECT settings::text FROM app_settings WHERE app = $1", [app.id])
+        let stored = try environment.connection().query("SELECT settings::text FROM app_settings WHERE app = \(app.id)")
         let document = try stored[0].decode(0, as: String.self)
         #expect(!document.contains("PRIVATE KEY") && !document.contains("privateKeySet"), "keys live apart from the settings: \(document)")
         #expect(try credentials(app) == ["apns", "fcm"])

@@ -153,7 +153,7 @@ struct HardeningTests {
         #expect(served.responses.map(\.status) == [200, 200], "\(served.responses.map(\.text))")
         let results = served.responses.first?.json["results"] as? [[String: Any]] ?? []
         #expect(results.map { $0["status"] as? String } == ["accepted"])
-        let stored = try environment.connection().query("SELECT count(*) FROM messages WHERE app = $1", [app.id])
+        let stored = try environment.connection().query("SELECT count(*) FROM messages WHERE app = \(app.id)")
         #expect(try stored[0].decode(0, as: Int.self) == 1)
     }
 
@@ -194,7 +194,7 @@ struct HardeningTests {
         #expect(results.map { $0["status"] as? String } == ["rejected", "accepted"])
         let error = results.first?["error"] as? [String: Any]
         #expect((error?["params"] as? [String: Any])?["field"] as? String == "data.mentions")
-        let stored = try environment.connection().query("SELECT count(*) FROM mentions WHERE app = $1", [app.id])
+        let stored = try environment.connection().query("SELECT count(*) FROM mentions WHERE app = \(app.id)")
         #expect(try stored[0].decode(0, as: Int.self) == 1000)
     }
 
@@ -209,7 +209,7 @@ struct HardeningTests {
                                        headers: ["Content-Type": "application/cloudevents-batch+json"])
         #expect(response.json["accepted"] as? Int == 1, "\(response.text)")
         let rows = try environment.connection().query(
-            "SELECT m.id, mn.uid FROM messages m JOIN mentions mn ON mn.app = m.app AND mn.message_id = m.id WHERE m.app = $1", [app.id])
+            "SELECT m.id, mn.uid FROM messages m JOIN mentions mn ON mn.app = m.app AND mn.message_id = m.id WHERE m.app = \(app.id)")
         #expect(rows.count == 1)
         #expect(try rows.first?.decode(0, as: String.self) == "18446744073709551615")
         #expect(try rows.first?.decode(1, as: String.self) == "184467440737095516160")
@@ -217,7 +217,7 @@ struct HardeningTests {
         let members = try client.send("PUT", "/v1/groups/g1/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
                                       body: Array(#"{"members": [18446744073709551615]}"#.utf8))
         #expect(members.status == 200, "\(members.text)")
-        let stored = try environment.connection().query("SELECT uid FROM group_members WHERE app = $1 AND joined_at > coalesce(removed_at, -1)", [app.id])
+        let stored = try environment.connection().query("SELECT uid FROM group_members WHERE app = \(app.id) AND joined_at > coalesce(removed_at, -1)")
         #expect(try stored.map { try $0.decode(0, as: String.self) } == ["18446744073709551615"])
     }
 

@@ -71,14 +71,12 @@ struct InboxRefreshTests {
         let holder = try environment.connection()
         defer { holder.close() }
         let threads = (0..<6).map { "p\($0)" }
-        try holder.query("SELECT pg_advisory_lock(hashtextextended($1 || ':t:' || t, 0)) FROM unnest($2::text[]) AS t",
-                         [app.id, threads])
+        try holder.query("SELECT pg_advisory_lock(hashtextextended(\(app.id) || ':t:' || t, 0)) FROM unnest(\(threads)::text[]) AS t")
         try holder.query("""
             UPDATE subscriptions s SET activity_at = t.parent_sent_at FROM threads t
-             WHERE s.app = $1 AND s.uid = 'dave' AND t.app = s.app AND t.parent_id = s.thread_id
-            """, [app.id])
-        try holder.query("INSERT INTO stale_threads (app, thread_id) SELECT $1, unnest($2::text[]) ON CONFLICT DO NOTHING",
-                         [app.id, threads])
+             WHERE s.app = \(app.id) AND s.uid = 'dave' AND t.app = s.app AND t.parent_id = s.thread_id
+            """)
+        try holder.query("INSERT INTO stale_threads (app, thread_id) SELECT \(app.id), unnest(\(threads)::text[]) ON CONFLICT DO NOTHING")
         func rows(_ expected: [String: (last: Int64, count: Int, mentions: Int)]) -> [Row] {
             expected.sorted { $0.value.last > $1.value.last }.map { Row(thread: $0.key, unread: $0.value.count, mentions: $0.value.mentions) }
         }
@@ -91,10 +89,10 @@ struct InboxRefreshTests {
         #expect(daveBefore.totals == [wantDave.count, wantDave.map(\.mentions).reduce(0, +)])
         // Unrefreshed, dave's stored sort keys are still the parents' times: the order comes from the threads.
         let stored = try environment.connection().query(
-            "SELECT thread_id FROM subscriptions WHERE app = $1 AND uid = 'dave' ORDER BY activity_at DESC, thread_id DESC", [app.id])
+            "SELECT thread_id FROM subscriptions WHERE app = \(app.id) AND uid = 'dave' ORDER BY activity_at DESC, thread_id DESC")
         #expect(try stored.map { try $0.decode(0, as: String.self) } != wantDave.map(\.thread))
         _ = try refresher.runOnce()
-        let held = try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = $1", [app.id])[0]
+        let held = try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = \(app.id)")[0]
             .decode(0, as: Int.self)
         #expect(held == 6, "no refresher takes a thread whose lock is held")
         try holder.query("SELECT pg_advisory_unlock_all()")
@@ -102,7 +100,7 @@ struct InboxRefreshTests {
         // locked by their tests): rounds until this app's are done.
         let refreshed = try eventually(seconds: 15) {
             _ = try refresher.runOnce()
-            return try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = $1", [app.id])[0]
+            return try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = \(app.id)")[0]
                 .decode(0, as: Int.self) == 0
         }
         #expect(refreshed, "every stale thread of the app was refreshed once its locks were free")

@@ -227,8 +227,8 @@ struct InboxTests {
         for row in try environment.connection().query("""
             SELECT uid || '@' || thread_id,
                    ROW(subscribed, reason, since, read_at, read_id, read_count, has_unread, unread_mentions, visible)::text
-              FROM subscriptions WHERE app = $1
-            """, [app.id]) {
+              FROM subscriptions WHERE app = \(app.id)
+            """) {
             rows[try row.decode(0)] = try row.decode(1)
         }
         return rows
@@ -279,16 +279,15 @@ struct InboxTests {
         let incremental = try snapshot(app)
         #expect(incremental.count >= 10)
         let unread = try environment.connection().query(
-            "SELECT count(*) FILTER (WHERE has_unread), count(*) FILTER (WHERE unread_mentions > 0) FROM subscriptions WHERE app = $1",
-            [app.id])[0]
+            "SELECT count(*) FILTER (WHERE has_unread), count(*) FILTER (WHERE unread_mentions > 0) FROM subscriptions WHERE app = \(app.id)")[0]
         #expect(try unread.decode(0, as: Int.self) > 0 && unread.decode(1, as: Int.self) > 0, "some rows are unread, some with mentions")
 
         // Every row recomputed from the facts, as for a key of a batch that needs it.
         try environment.connection().query("""
-            SELECT herald_recompute_subscriptions($1, array_agg(uid), array_agg(thread_id)),
-                   herald_refresh_inbox($1, array_agg(uid), array_agg(thread_id))
-              FROM subscriptions WHERE app = $1
-            """, [app.id])
+            SELECT herald_recompute_subscriptions(\(app.id), array_agg(uid), array_agg(thread_id)),
+                   herald_refresh_inbox(\(app.id), array_agg(uid), array_agg(thread_id))
+              FROM subscriptions WHERE app = \(app.id)
+            """)
         let recomputed = try snapshot(app)
         for key in Set(incremental.keys).union(recomputed.keys).sorted() where incremental[key] != recomputed[key] {
             Issue.record("\(key): incremental \(incremental[key] ?? "no row"), recomputed \(recomputed[key] ?? "no row")")

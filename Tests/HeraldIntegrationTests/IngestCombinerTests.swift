@@ -51,12 +51,12 @@ struct IngestCombinerTests {
         let jobs = try connection.query("""
             SELECT count(*), count(DISTINCT (coalesce(j.event_id, m.event_id), j.recipient))
               FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id
-             WHERE j.app = $1 AND coalesce(j.event_id, m.event_id) LIKE 'c-r%'
-            """, [app.id])[0]
+             WHERE j.app = \(app.id) AND coalesce(j.event_id, m.event_id) LIKE 'c-r%'
+            """)[0]
         // Default preferences: every member but the sender gets each reply.
         #expect(try jobs.decode(0, as: Int.self) == 80 * 9)
         #expect(try jobs.decode(1, as: Int.self) == 80 * 9)
-        let thread = try connection.query("SELECT reply_count FROM threads WHERE app = $1 AND parent_id = 'p'", [app.id])[0]
+        let thread = try connection.query("SELECT reply_count FROM threads WHERE app = \(app.id) AND parent_id = 'p'")[0]
         #expect(try thread.decode(0, as: Int.self) == 80)
     }
 }

@@ -13,8 +13,8 @@ struct IngestTests {
         environment = try TestEnvironment.shared()
     }
 
-    func count(_ sql: String, _ app: String) throws -> Int {
-        let rows = try environment.connection().query(sql, [app])
+    func count(_ sql: SQL) throws -> Int {
+        let rows = try environment.connection().query(sql)
         return try rows[0].decode(0, as: Int.self)
     }
 
@@ -105,8 +105,8 @@ struct IngestTests {
         #expect(items[9]["id"] is NSNull)
         #expect(((items[8]["error"] as? [String: Any])?["params"] as? [String: Any])?["field"] as? String == "data")
 
-        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 3, "m0, m1, m6 only")
-        #expect(try count("SELECT count(*) FROM events WHERE app = $1", app.id) == 3)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id)") == 3, "m0, m1, m6 only")
+        #expect(try count("SELECT count(*) FROM events WHERE app = \(app.id)") == 3)
         #expect(try app.subscribed("bob", "m1", client: client) == true)
 
         // Rejected events are listed for operators, newest first, with the event as sent.
@@ -151,7 +151,7 @@ struct IngestTests {
         let batch = try app.post(tooMany, client: client)
         #expect(batch.status == 400)
         #expect(batch.errorParams["max"] as? Int == 1000)
-        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 0, "nothing applied")
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id)") == 0, "nothing applied")
         let wrongType = try client.post("/v1/events", token: app.ingestKey, json: "[]", headers: ["Content-Type": "text/plain"])
         #expect(wrongType.status == 415)
         let huge = "[" + String(repeating: " ", count: 4 * 1024 * 1024) + "]"
@@ -178,7 +178,7 @@ struct IngestTests {
         let text = String(repeating: "é", count: 5000)
         let response = try app.post([Events.message("e1", id: "m1", sender: "alice", at: 1000, text: text)], client: client)
         #expect(results(response).first?["status"] as? String == "accepted")
-        let rows = try environment.connection().query("SELECT length(text) FROM messages WHERE app = $1 AND id = 'm1'", [app.id])
+        let rows = try environment.connection().query("SELECT length(text) FROM messages WHERE app = \(app.id) AND id = 'm1'")
         #expect(try rows[0].decode(0, as: Int.self) == 4096)
     }
 
@@ -210,7 +210,7 @@ struct IngestTests {
         let app = try cluster.makeApp()
         let blocker = try cluster.connection()
         try blocker.query("BEGIN")
-        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || 'g:g1', 0))", [app.id])
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || 'g:g1', 0))")
         let first = Thread.detachNewThreadResult {
             try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
         }
@@ -263,14 +263,14 @@ struct IngestTests {
         try app.ingest([Events.message("old", id: "m1", sender: "alice", at: 1000),
                           Events.message("new", id: "m2", sender: "alice", at: 1001)], client: client)
         let connection = try environment.connection()
-        try connection.query("UPDATE events SET received_at = herald_now_ms() - 8 * 86400000 WHERE app = $1 AND id = 'old'", [app.id])
+        try connection.query("UPDATE events SET received_at = herald_now_ms() - 8 * 86400000 WHERE app = \(app.id) AND id = 'old'")
         try environment.server.maintenance.runOnce()
-        let left = try connection.query("SELECT id FROM events WHERE app = $1 ORDER BY id", [app.id])
+        let left = try connection.query("SELECT id FROM events WHERE app = \(app.id) ORDER BY id")
         #expect(try left.map { try $0.decode(0, as: String.self) } == ["new"])
         // A redelivery after the retention is applied again, and its facts do not double.
         let again = try app.post([Events.message("old", id: "m1", sender: "alice", at: 1000)], client: client)
         #expect(results(again).first?["status"] as? String == "accepted")
-        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 2)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id)") == 2)
     }
 
     @Test("hostile values are rejected per event, never a 500: NUL bytes, oversized ids, far-future times")
@@ -334,7 +334,7 @@ struct IngestTests {
         let response = try app.post([Events.message("\u{e9}", id: "\u{e9}", sender: "alice", at: 1000),
                                      Events.message("e\u{301}", id: "e\u{301}", sender: "alice", at: 1001)], client: client)
         #expect(response.json["accepted"] as? Int == 2)
-        #expect(try count("SELECT count(*) FROM messages WHERE app = $1", app.id) == 2)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id)") == 2)
     }
 
     @Test("ce- headers with a CloudEvents content type are structured mode, not binary")
@@ -356,7 +356,7 @@ struct IngestTests {
         try app.ingest([Events.edit("e4", id: "r1", sender: "alice", at: 1100, mentions: ["carol"]),
                           Events.delete("e5", id: "r2", at: 1200)], client: client)
         #expect(try app.subscribed("carol", "m7", client: client) == true)
-        let rows = try environment.connection().query("SELECT reply_count, last_reply_id FROM threads WHERE app = $1 AND parent_id = 'm7'", [app.id])
+        let rows = try environment.connection().query("SELECT reply_count, last_reply_id FROM threads WHERE app = \(app.id) AND parent_id = 'm7'")
         #expect(try rows[0].decode(0, as: Int.self) == 1)
         #expect(try rows[0].decode(1, as: String.self) == "r1")
         // An edit without parentId that arrives before its message: its mentions follow the thread.

@@ -17,8 +17,7 @@ struct JobBlockTests {
     @Test("the reason codes of Swift and SQL agree")
     func reasonCodes() throws {
         let names = try environment.connection().query(
-            "SELECT herald_reason_name(n::smallint) FROM generate_series(0, $1::int - 1) AS n ORDER BY n",
-            [Routing.Reason.allCases.count]).map { try $0.decode(0, as: String?.self) }
+            "SELECT herald_reason_name(n::smallint) FROM generate_series(0, \(Routing.Reason.allCases.count)::int - 1) AS n ORDER BY n").map { try $0.decode(0, as: String?.self) }
         #expect(names == Routing.Reason.allCases.map { Optional($0.rawValue) })
         #expect(Routing.Reason.allCases.map(\.code) == Array(0..<Routing.Reason.allCases.count))
     }
@@ -32,9 +31,9 @@ struct JobBlockTests {
         try app.ingest([Events.message("b1", id: "b1", sender: "u00", at: now), Events.message("b2", id: "b2", sender: "u01", at: now + 1)],
                        client: client)
         let connection = try environment.connection()
-        func count(_ sql: String) throws -> Int { try connection.query(sql, [app.id])[0].decode(0, as: Int.self) }
-        #expect(try count("SELECT count(*) FROM job_blocks WHERE app = $1") == 2)
-        #expect(try count("SELECT count(*) FROM job_rows WHERE app = $1") == 0)
+        func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0].decode(0, as: Int.self) }
+        #expect(try count("SELECT count(*) FROM job_blocks WHERE app = \(app.id)") == 2)
+        #expect(try count("SELECT count(*) FROM job_rows WHERE app = \(app.id)") == 0)
         func stats() throws -> [String: Int] {
             try client.get("/v1/jobs/stats", token: app.workerKey).json.compactMapValues { $0 as? Int }
         }
@@ -82,7 +81,7 @@ struct JobBlockTests {
                                    json: Events.json(["jobs": rest.map { ["id": $0["id"]!, "attempt": $0["attempt"]!] }])).json
         #expect(all2["acked"] as? Int == 73)
         #expect(try stats()["ready"] == 0 && stats()["leased"] == 0 && stats()["retrying"] == 1 && stats()["dead"] == 1)
-        #expect(try count("SELECT count(*) FROM job_leases l JOIN job_blocks b ON b.id = l.block WHERE b.app = $1") == 0,
+        #expect(try count("SELECT count(*) FROM job_leases l JOIN job_blocks b ON b.id = l.block WHERE b.app = \(app.id)") == 0,
                 "acked ranges leave no lease behind")
     }
 
@@ -98,7 +97,7 @@ struct JobBlockTests {
         #expect(explained["jobId"] as? String == claimed[0]["id"] as? String, "\(explained)")
         try app.ingest([Events.delete("d1", id: "c1", at: now + 10)], client: client)
         let states = try environment.connection().query(
-            "SELECT state, count(*)::int FROM jobs WHERE app = $1 AND kind IS NULL GROUP BY state ORDER BY state", [app.id])
+            "SELECT state, count(*)::int FROM jobs WHERE app = \(app.id) AND kind IS NULL GROUP BY state ORDER BY state")
             .map { "\(try $0.decode(0, as: String.self))=\(try $0.decode(1, as: Int.self))" }
         #expect(states == ["cancelled=2", "leased=1"])
         #expect(try client.get("/v1/jobs/stats", token: app.workerKey).json["ready"] as? Int == 1, "only the retraction is ready")

@@ -66,8 +66,8 @@ struct JobsTests {
         let rows = try environment.connection().query(
             """
             SELECT count(*), count(DISTINCT (coalesce(j.event_source, m.event_source), coalesce(j.event_id, m.event_id), j.recipient))
-              FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id WHERE j.app = $1
-            """, [app.id])
+              FROM jobs j JOIN messages m ON m.app = j.app AND m.id = j.message_id WHERE j.app = \(app.id)
+            """)
         #expect(try rows[0].decode(0, as: Int.self) == rows[0].decode(1, as: Int.self), "at most one job per (event, recipient)")
         #expect(try rows[0].decode(0, as: Int.self) == jobs.count)
     }
@@ -163,7 +163,7 @@ struct JobsTests {
         #expect(try stats(app)["retrying"] == 1)
         #expect(try claim(app).isEmpty)
         // Attempts up to maxAttempts (8): the eighth failure is dead.
-        try environment.connection().query("UPDATE job_rows SET available_at = 0 WHERE app = $1 AND state = 'ready'", [app.id])
+        try environment.connection().query("UPDATE job_rows SET available_at = 0 WHERE app = \(app.id) AND state = 'ready'")
         for attempt in 3...8 {
             job = try #require(try claim(app).first)
             #expect(job["attempt"] as? Int == attempt)
@@ -197,7 +197,7 @@ struct JobsTests {
         #expect(claimed.count == 1)
         try app.ingest([Events.delete("d1", id: "m7", at: past + 2)], client: client)
         let rows = try environment.connection().query(
-            "SELECT state, count(*) FROM jobs WHERE app = $1 GROUP BY state ORDER BY state", [app.id])
+            "SELECT state, count(*) FROM jobs WHERE app = \(app.id) GROUP BY state ORDER BY state")
         let states = Dictionary(uniqueKeysWithValues: try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int.self)) })
         #expect(states["leased"] == 1, "a claimed job is the worker's")
         #expect(states["cancelled"] == 3)

@@ -135,11 +135,11 @@ struct MemberActionTests {
         // eve's jobs were delivered long ago; fay's still wait
         let eve = try app.claimAll(client: client).filter { ($0["event"] as? [String: Any])?["id"] as? String == "j1" }
         #expect(!eve.isEmpty)
-        try connection.query("UPDATE job_rows SET state = 'ready' WHERE app = $1 AND event_id = 'j2'", [app.id])
-        try connection.query("UPDATE job_rows SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = $1 AND event_id = 'j1'", [app.id])
-        try connection.query("UPDATE member_actions SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = $1", [app.id])
+        try connection.query("UPDATE job_rows SET state = 'ready' WHERE app = \(app.id) AND event_id = 'j2'")
+        try connection.query("UPDATE job_rows SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = \(app.id) AND event_id = 'j1'")
+        try connection.query("UPDATE member_actions SET created_at = herald_now_ms() - 8 * 86400000 WHERE app = \(app.id)")
         try environment.server.maintenance.runOnce()
-        let left = try connection.query("SELECT event_id FROM member_actions WHERE app = $1 ORDER BY 1", [app.id])
+        let left = try connection.query("SELECT event_id FROM member_actions WHERE app = \(app.id) ORDER BY 1")
         #expect(try left.map { try $0.decode(0, as: String.self) } == ["j2"])
     }
 }

@@ -60,17 +60,15 @@ struct NestedReplyTests {
         }
         var outcome = Outcome()
         let db = try environment.connection()
-        for row in try db.query("SELECT id, parent_id FROM messages WHERE app = $1 AND parent_id IS NOT NULL", [app.id]) {
+        for row in try db.query("SELECT id, parent_id FROM messages WHERE app = \(app.id) AND parent_id IS NOT NULL") {
             outcome.parents[try row.decode(0, as: String.self)] = try row.decode(1, as: String.self)
         }
-        outcome.threadRows = try db.query("SELECT parent_id || ':' || reply_count FROM threads WHERE app = $1 ORDER BY 1",
-                                          [app.id]).map { try $0.decode(0, as: String.self) }
+        outcome.threadRows = try db.query("SELECT parent_id || ':' || reply_count FROM threads WHERE app = \(app.id) ORDER BY 1").map { try $0.decode(0, as: String.self) }
         outcome.subscriptions = try db.query("""
             SELECT thread_id || ':' || uid || ':' || subscribed || ':' || coalesce(reason, '-') FROM subscriptions
-             WHERE app = $1 ORDER BY 1
-            """, [app.id]).map { try $0.decode(0, as: String.self) }
-        outcome.jobs = try db.query("SELECT message_id || '→' || recipient FROM jobs WHERE app = $1 ORDER BY 1",
-                                    [app.id]).map { try $0.decode(0, as: String.self) }
+             WHERE app = \(app.id) ORDER BY 1
+            """).map { try $0.decode(0, as: String.self) }
+        outcome.jobs = try db.query("SELECT message_id || '→' || recipient FROM jobs WHERE app = \(app.id) ORDER BY 1").map { try $0.decode(0, as: String.self) }
         let inbox = try client.get("/v1/users/alice/threads", token: app.serverKey)
         outcome.inbox = (inbox.json["data"] as? [[String: Any]] ?? []).map {
             "\($0["parentMessageId"] ?? "?"):\($0["replyCount"] ?? "?"):\($0["unreadReplyCount"] ?? "?")"
@@ -115,7 +113,7 @@ struct NestedReplyTests {
                               Events.message("e-r1", id: "r1", sender: "bob", parent: "p", parentSender: "alice", at: base + 1_000)],
                              client: client).status == 200)
         let db = try environment.connection()
-        #expect(try db.query("SELECT count(*) FROM subscriptions WHERE app = $1 AND thread_id <> 'p'", [app.id])[0]
+        #expect(try db.query("SELECT count(*) FROM subscriptions WHERE app = \(app.id) AND thread_id <> 'p'")[0]
                     .decode(0, as: Int64.self) == 0)
         #expect(try app.subscribed("carol", "p", client: client) == false, "the newer unsubscribe stands against her older reply")
         #expect(try app.subscribed("bob", "p", client: client) == true)
@@ -140,11 +138,11 @@ struct NestedReplyTests {
         try app.ingest([Events.message("e-c", id: "c", sender: "bob", parent: "b", at: base + 2_000)], client: client)
         let db = try environment.connection()
         var parents: [String: String] = [:]
-        for row in try db.query("SELECT id, parent_id FROM messages WHERE app = $1 AND created_seen AND parent_id IS NOT NULL", [app.id]) {
+        for row in try db.query("SELECT id, parent_id FROM messages WHERE app = \(app.id) AND created_seen AND parent_id IS NOT NULL") {
             parents[try row.decode("id", as: String.self)] = try row.decode("parent_id", as: String.self)
         }
         #expect(parents == ["b": "p", "c": "p", "d": "p"])
-        #expect(try db.query("SELECT parent_id || ':' || reply_count FROM threads WHERE app = $1 ORDER BY 1", [app.id])
+        #expect(try db.query("SELECT parent_id || ':' || reply_count FROM threads WHERE app = \(app.id) ORDER BY 1")
                     .map { try $0.decode(0, as: String.self) } == ["p:3"])
     }
 }

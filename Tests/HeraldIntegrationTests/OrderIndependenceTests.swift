@@ -215,7 +215,7 @@ struct OrderIndependenceTests {
 
         var rows: [Key: Row] = [:]
         for row in try environment.connection().query(
-            "SELECT uid, thread_id, subscribed, reason, since FROM subscriptions WHERE app = $1", [app.id]) {
+            "SELECT uid, thread_id, subscribed, reason, since FROM subscriptions WHERE app = \(app.id)") {
             let subscribed = try row.decode(2, as: Bool.self)
             rows[Key(uid: try row.decode(0), thread: try row.decode(1))] = Row(
                 subscribed: subscribed, reason: subscribed ? try row.decode(3) : nil, since: subscribed ? try row.decode(4) : nil)

@@ -233,9 +233,9 @@ struct PinsTests {
                         Self.pin("p4", "m2", by: "bob", at: nowMilliseconds(), pinned: false)], client: client)
         try environment.server.maintenance.runOnce()
         let left = try environment.connection().query("""
-            SELECT 'pin:' || message_id || ':' || pinned FROM message_pins WHERE app = $1
-            UNION ALL SELECT 'save:' || message_id FROM message_saves WHERE app = $1 ORDER BY 1
-            """, [app.id])
+            SELECT 'pin:' || message_id || ':' || pinned FROM message_pins WHERE app = \(app.id)
+            UNION ALL SELECT 'save:' || message_id FROM message_saves WHERE app = \(app.id) ORDER BY 1
+            """)
         #expect(try left.map { try $0.decode(0, as: String.self) } == ["pin:m2:false", "pin:m3:true"],
                 "the old tombstones went; the live pin and the recent unpin stay")
     }

@@ -18,7 +18,7 @@ struct PostgresArrayTests {
         let environment = try TestEnvironment.shared()
         let connection = try environment.connection()
         let values: [String?] = ["a\"b", nil, "c\\d", "", "é ü {x,y}", "\"\\\"", "NULL", "line\nbreak"]
-        let rows = try connection.query("SELECT x FROM unnest($1::text[]) WITH ORDINALITY AS u(x, n) ORDER BY n", [values])
+        let rows = try connection.query("SELECT x FROM unnest(\(values)::text[]) WITH ORDINALITY AS u(x, n) ORDER BY n")
         #expect(try rows.map { try $0.decode(0, as: String?.self) } == values)
     }
 }

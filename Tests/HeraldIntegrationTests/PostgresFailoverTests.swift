@@ -46,9 +46,9 @@ struct PostgresFailoverTests {
         // What a restart, a failover or pg_terminate_backend does to an idle session: the server
         // sends a FATAL error and closes it.
         let other = try environment.connection()
-        #expect(try other.query("SELECT pg_terminate_backend($1)", [firstPID])[0].decode(0, as: Bool.self))
+        #expect(try other.query("SELECT pg_terminate_backend(\(firstPID))")[0].decode(0, as: Bool.self))
         #expect(try eventually(seconds: 5) {
-            try other.query("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", [firstPID])[0].decode(0, as: Int.self) == 0
+            try other.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(firstPID)")[0].decode(0, as: Int.self) == 0
         })
         let pid = try pool.withConnection { try $0.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self) }
         #expect(pid != firstPID)
@@ -59,10 +59,10 @@ struct PostgresFailoverTests {
         let environment = try TestEnvironment.shared()
         let url = try #require(environment.server.service.services.configuration.databaseURL)
         let unnamed = try PostgresConnection(connectionString: url, prepareStatements: false)
-        for n in 0..<3 { #expect(try unnamed.query("SELECT $1::int + 1", [n])[0].decode(0, as: Int.self) == n + 1) }
+        for n in 0..<3 { #expect(try unnamed.query("SELECT \(n)::int + 1")[0].decode(0, as: Int.self) == n + 1) }
         #expect(try unnamed.query("SELECT count(*) FROM pg_prepared_statements")[0].decode(0, as: Int.self) == 0)
         let prepared = try PostgresConnection(connectionString: url)
-        _ = try prepared.query("SELECT $1::int + 1", [1])
+        _ = try prepared.query("SELECT \(1)::int + 1")
         #expect(try prepared.query("SELECT count(*) FROM pg_prepared_statements")[0].decode(0, as: Int.self) == 2)
     }
 }

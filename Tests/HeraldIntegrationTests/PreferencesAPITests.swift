@@ -90,7 +90,7 @@ struct PreferencesAPITests {
         let removed = try client.send("DELETE", "/v1/users/bob/mutes", token: app.serverKey, headers: ["Content-Type": "application/json"],
                                       body: Array(#"{"conversations": [{"id": "g1", "type": "group"}]}"#.utf8))
         #expect((removed.json["conversations"] as? [[String: Any]])?.map { $0["id"] as? String } == ["alice"])
-        try environment.connection().query("UPDATE user_mutes SET until = 1 WHERE app = $1", [app.id])
+        try environment.connection().query("UPDATE user_mutes SET until = 1 WHERE app = \(app.id)")
         #expect((try client.get("/v1/users/bob/mutes", token: app.serverKey).json["conversations"] as? [Any])?.isEmpty == true)
     }
 }

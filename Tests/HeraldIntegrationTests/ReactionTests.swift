@@ -142,7 +142,7 @@ struct ReactionTests {
         try app.ingest([Events.reaction("rx4", id: "r4", message: "m1", reactor: "dave", at: past + 80, removed: true)], client: client)
         #expect(try app.claimAll(client: client).isEmpty)
         let cancelled = try environment.connection().query(
-            "SELECT count(*) FROM jobs WHERE app = $1 AND subject_id = 'r4' AND state = 'cancelled'", [app.id])
+            "SELECT count(*) FROM jobs WHERE app = \(app.id) AND subject_id = 'r4' AND state = 'cancelled'")
         #expect(try cancelled[0].decode(0, as: Int.self) == 1)
     }
 

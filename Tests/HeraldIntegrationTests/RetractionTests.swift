@@ -51,7 +51,7 @@ struct RetractionTests {
         #expect(data["collapseIds"] as? [String] == ["m1"], "carol's reply job was never delivered: cancelled, not retracted")
         #expect((byRecipient["alice"]?["data"] as? [String: Any])?["collapseIds"] as? [String] == ["m1-r1"])
         #expect((carol["event"] as? [String: Any])?["id"] as? String == "d1")
-        let cancelled = try environment.connection().query("SELECT count(*) FROM jobs WHERE app = $1 AND state = 'cancelled'", [app.id])
+        let cancelled = try environment.connection().query("SELECT count(*) FROM jobs WHERE app = \(app.id) AND state = 'cancelled'")
         #expect(try cancelled[0].decode(0, as: Int.self) == 1)
     }
 

@@ -89,7 +89,7 @@ struct StalenessTests {
         try app.ingest([Events.message("e2", id: "m2", sender: "bob", at: now - 1000)], client: client)
         #expect(try eventually { try ready(app) == 2 }, "the fresh message's task makes its jobs")
         let connection = try environment.connection()
-        let tasks = try connection.query("SELECT message_id FROM fanout_tasks WHERE app = $1 ORDER BY message_id", [app.id])
+        let tasks = try connection.query("SELECT message_id FROM fanout_tasks WHERE app = \(app.id) ORDER BY message_id")
         #expect(try tasks.map { try $0.decode(0, as: String.self) } == ["m2"])
     }
 }

@@ -1,3 +1,4 @@
+import Postgres
 import Foundation
 @testable import HeraldTestSupport
 import Testing
@@ -96,7 +97,7 @@ struct SubscriptionRulesTests {
         ], client: client)
         #expect(try state(app, "erin", "m7")["subscribed"] as? Bool == false)
         let rows = try environment.connection().query(
-            "SELECT count(*) FROM subscriptions WHERE app = $1 AND uid = 'erin'", [app.id])
+            "SELECT count(*) FROM subscriptions WHERE app = \(app.id) AND uid = 'erin'")
         #expect(try rows[0].decode(0, as: Int.self) == 0, "no row at all")
         // A member who left before the mention is not subscribed either.
         try app.ingest([
@@ -270,7 +271,7 @@ struct SubscriptionRulesTests {
         #expect(off.status == 200)
         #expect(off.json["subscribed"] as? Bool == false)
         let rows = try environment.connection().query(
-            "SELECT subscribed, unsubscribed_at FROM subscriptions WHERE app = $1 AND uid = 'dave' AND thread_id = 'm7'", [app.id])
+            "SELECT subscribed, unsubscribed_at FROM subscriptions WHERE app = \(app.id) AND uid = 'dave' AND thread_id = 'm7'")
         #expect(rows.count == 1)
         #expect(try rows[0].decode(0, as: Bool.self) == false)
         try app.ingest([Events.message("e2", id: "r1", sender: "carol", parent: "m7", at: past + 10, mentions: ["dave"])],
@@ -283,13 +284,13 @@ struct SubscriptionRulesTests {
         let app = try app()
         try app.ingest([Events.message("e1", id: "m7", sender: "bob", at: past),
                           Events.message("e2", id: "r1", sender: "alice", parent: "m7", at: past + 10)], client: client)
-        let query = "SELECT row(subscribed, since, unsubscribed_at, updated_at)::text FROM subscriptions WHERE app = $1 AND uid = 'alice' AND thread_id = 'm7'"
+        let query: SQL = "SELECT row(subscribed, since, unsubscribed_at, updated_at)::text FROM subscriptions WHERE app = \(app.id) AND uid = 'alice' AND thread_id = 'm7'"
         #expect(try unsubscribe(app, "alice", "m7").json["subscribed"] as? Bool == false)
-        let first = try environment.connection().query(query, [app.id])[0].decode(0, as: String.self)
+        let first = try environment.connection().query(query)[0].decode(0, as: String.self)
         let firstState = try state(app, "alice", "m7")
         usleep(20_000)
         #expect(try unsubscribe(app, "alice", "m7").status == 200)
-        #expect(try environment.connection().query(query, [app.id])[0].decode(0, as: String.self) == first)
+        #expect(try environment.connection().query(query)[0].decode(0, as: String.self) == first)
         #expect(try state(app, "alice", "m7")["since"] as? Int == firstState["since"] as? Int)
     }
 

@@ -101,9 +101,9 @@ struct UpdateJobsTests {
                                       body: Array(#"{"messageEdited": "DONT_NOTIFY"}"#.utf8))
         #expect(patched.status == 200 && patched.json["messageEdited"] as? String == "DONT_NOTIFY")
         try app.ingest([Events.edit("e2", id: "m1", sender: "alice", at: past + 10, mentions: nil, text: "final")], client: client)
-        let waiting = try environment.connection().query("SELECT count(*) FROM jobs WHERE app = $1 AND kind = 'update'", [app.id])
+        let waiting = try environment.connection().query("SELECT count(*) FROM jobs WHERE app = \(app.id) AND kind = 'update'")
         #expect(try waiting[0].decode(0, as: Int.self) == 0, "DONT_NOTIFY: no update for bob")
-        try environment.connection().query("UPDATE job_rows SET available_at = 0 WHERE app = $1 AND state = 'ready'", [app.id])
+        try environment.connection().query("UPDATE job_rows SET available_at = 0 WHERE app = \(app.id) AND state = 'ready'")
         let carol = try claim(app)
         #expect(carol.count == 1 && (carol.first?["notification"] as? [String: Any])?["body"] as? String == "final", "the waiting job shows the new text")
     }

@@ -74,17 +74,17 @@ struct CrashSafetyTests {
         }
 
         let connection = try environment.connection()
-        func count(_ sql: String) throws -> Int { try connection.query(sql, [app.id])[0].decode(0, as: Int.self) }
-        #expect(try count("SELECT count(*) FROM events WHERE app = $1") == total)
-        #expect(try count("SELECT count(*) FROM messages WHERE app = $1 AND created_seen") == total)
-        for row in try connection.query("SELECT parent_id, reply_count FROM threads WHERE app = $1", [app.id]) {
+        func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0].decode(0, as: Int.self) }
+        #expect(try count("SELECT count(*) FROM events WHERE app = \(app.id)") == total)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id) AND created_seen") == total)
+        for row in try connection.query("SELECT parent_id, reply_count FROM threads WHERE app = \(app.id)") {
             #expect(try row.decode(1, as: Int.self) == expectedReplies[try row.decode(0, as: String.self)])
         }
         // Every replier is subscribed to the threads they replied in, once.
-        #expect(try count("SELECT count(*) FROM subscriptions WHERE app = $1 AND NOT subscribed") == 0)
+        #expect(try count("SELECT count(*) FROM subscriptions WHERE app = \(app.id) AND NOT subscribed") == 0)
         let pairs = try count("""
-            SELECT count(*) FROM (SELECT DISTINCT sender, parent_id FROM messages WHERE app = $1 AND parent_id IS NOT NULL) p
-             WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = $1 AND s.uid = p.sender AND s.thread_id = p.parent_id
+            SELECT count(*) FROM (SELECT DISTINCT sender, parent_id FROM messages WHERE app = \(app.id) AND parent_id IS NOT NULL) p
+             WHERE NOT EXISTS (SELECT 1 FROM subscriptions s WHERE s.app = \(app.id) AND s.uid = p.sender AND s.thread_id = p.parent_id
                                  AND s.subscribed)
             """)
         #expect(pairs == 0)

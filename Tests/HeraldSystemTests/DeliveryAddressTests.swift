@@ -78,15 +78,15 @@ struct DeliveryAddressTests {
         defer { receiver.stop() }
         let connection = try PostgresConnection(connectionString: cluster.url)
         try connection.query("""
-            UPDATE app_settings SET settings = jsonb_set(jsonb_set(settings, '{delivery,url}', to_jsonb($2::text)),
+            UPDATE app_settings SET settings = jsonb_set(jsonb_set(settings, '{delivery,url}', to_jsonb(\(receiver.url)::text)),
                                                           '{delivery,mode}', '"webhook"')
-             WHERE app = $1
-            """, [app.id, receiver.url])
+             WHERE app = \(app.id)
+            """)
         let past = nowMilliseconds() - 3_600_000
         try app.ingest(["alice", "bob"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: past - 1000) }, client: client)
         try app.ingest([Events.message("e1", id: "m1", sender: "alice", at: past, text: "hello")], client: client)
         func jobs() throws -> [(state: String, error: String?)] {
-            try connection.query("SELECT state, last_error FROM jobs WHERE app = $1", [app.id]).map { (try $0.decode(0), try $0.decode(1)) }
+            try connection.query("SELECT state, last_error FROM jobs WHERE app = \(app.id)").map { (try $0.decode(0), try $0.decode(1)) }
         }
         let dead = try eventually(seconds: 20) { let rows = try jobs(); return !rows.isEmpty && rows.allSatisfy { $0.state == "dead" } }
         let rows = try jobs()

@@ -52,7 +52,7 @@ struct DeliveryIdleTests {
             #expect(eventually(seconds: 2) { ((try? claims()) ?? 0) > afterBusy }, "the quiet app's own job woke its deliverer")
             let connection = try PostgresConnection(connectionString: databaseURL)
             #expect(eventually(seconds: 5) {
-                (try? connection.query("SELECT attempt FROM jobs WHERE app = $1", [quiet.id]).first?.decode(0, as: Int.self)) == 1
+                (try? connection.query("SELECT attempt FROM jobs WHERE app = \(quiet.id)").first?.decode(0, as: Int.self)) == 1
             }, "its job was sent (and failed: nothing listens), within seconds of the ingest")
         }
     }

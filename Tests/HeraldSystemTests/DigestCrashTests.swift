@@ -33,11 +33,10 @@ struct DigestCrashTests {
 
             let connection = try PostgresConnection(connectionString: databaseURL)
             func digests() throws -> [(recipient: String, count: Int)] {
-                try connection.query("SELECT recipient, digest_count FROM job_rows WHERE app = $1 AND kind = 'digest' ORDER BY recipient",
-                                     [app.id]).map { (try $0.decode("recipient"), try $0.decode("digest_count")) }
+                try connection.query("SELECT recipient, digest_count FROM job_rows WHERE app = \(app.id) AND kind = 'digest' ORDER BY recipient").map { (try $0.decode("recipient"), try $0.decode("digest_count")) }
             }
             #expect(try digests().isEmpty, "the killed instance wrote nothing")
-            let open = try connection.query("SELECT count(*)::int AS n FROM digest_windows WHERE app = $1 AND closed_at IS NULL", [app.id])
+            let open = try connection.query("SELECT count(*)::int AS n FROM digest_windows WHERE app = \(app.id) AND closed_at IS NULL")
             #expect(try open.first?.decode("n", as: Int.self) == members.count - 1, "its windows are still to be acted on")
 
             let second = try ServerProcess(databaseURL: databaseURL)

@@ -78,7 +78,7 @@ struct DirectDeliveryTests {
             let connection = try PostgresConnection(connectionString: databaseURL)
             func jobs() throws -> [String: (state: String, attempt: Int)] {
                 var found: [String: (String, Int)] = [:]
-                for row in try connection.query("SELECT recipient, state, attempt FROM jobs WHERE app = $1", [app.id]) {
+                for row in try connection.query("SELECT recipient, state, attempt FROM jobs WHERE app = \(app.id)") {
                     found[try row.decode("recipient")] = (try row.decode("state"), try row.decode("attempt"))
                 }
                 return found
@@ -137,11 +137,11 @@ struct DirectDeliveryTests {
             let removed = try client.send("PATCH", "/v1/settings/notifications", token: app.serverKey, headers: ["Content-Type": "application/json"],
                                           body: Array(Events.json(["delivery": ["fcm": NSNull()]]).utf8))
             #expect(removed.status == 200 && (removed.json["delivery"] as? [String: Any])?["fcm"] is NSNull, "\(removed.text)")
-            let stored = try connection.query("SELECT kind FROM delivery_credentials WHERE app = $1 ORDER BY kind", [app.id])
+            let stored = try connection.query("SELECT kind FROM delivery_credentials WHERE app = \(app.id) ORDER BY kind")
             #expect(try stored.map { try $0.decode(0, as: String.self) } == ["apns", "vapid"], "the FCM key went with its block")
             try app.ingest([Events.message("e2", id: "m2", sender: "alice", at: nowMilliseconds(), text: "again")], client: client)
             #expect(eventually(seconds: 20) { ((try? jobs()) ?? [:]).count == 4 && (try? connection.query(
-                "SELECT 1 FROM jobs WHERE app = $1 AND state <> 'acked'", [app.id]).isEmpty) == true })
+                "SELECT 1 FROM jobs WHERE app = \(app.id) AND state <> 'acked'").isEmpty) == true })
             #expect(eventually(seconds: 5) {
                 ((try? client.get("/metrics").text) ?? "").contains(#"herald_delivery_attempts_total{outcome="no_credentials",status="none",platform="fcm"}"#)
             })

@@ -90,16 +90,16 @@ struct JobBlockCrashTests {
         let second = try ServerProcess(databaseURL: databaseURL)
         server.withLock { $0 = second.client }
         let connection = try environment.connection()
-        func count(_ sql: String) throws -> Int { try connection.query(sql, [app.id])[0].decode(0, as: Int.self) }
+        func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0].decode(0, as: Int.self) }
         #expect(eventually(seconds: 90) {
-            (try? count("SELECT count(*) FROM jobs WHERE app = $1 AND kind IS NULL AND state = 'acked'")) == expected
+            (try? count("SELECT count(*) FROM jobs WHERE app = \(app.id) AND kind IS NULL AND state = 'acked'")) == expected
         }, "every job acked in the end")
         stop.store(true, ordering: .relaxed)
         for worker in workers { _ = worker.wait(seconds: 30) }
 
         // One job per (event, recipient), each acked once.
-        #expect(try count("SELECT count(*) FROM jobs WHERE app = $1 AND kind IS NULL") == expected)
-        #expect(try count("SELECT count(DISTINCT (message_id, recipient)) FROM jobs WHERE app = $1 AND kind IS NULL") == expected)
+        #expect(try count("SELECT count(*) FROM jobs WHERE app = \(app.id) AND kind IS NULL") == expected)
+        #expect(try count("SELECT count(DISTINCT (message_id, recipient)) FROM jobs WHERE app = \(app.id) AND kind IS NULL") == expected)
         let stats = try second.client.get("/v1/jobs/stats", token: app.workerKey).json
         #expect(stats["ready"] as? Int == 0 && stats["leased"] as? Int == 0 && stats["retrying"] as? Int == 0 && stats["dead"] as? Int == 0,
                 "\(stats)")

@@ -11,7 +11,7 @@ struct LargeGroupTests {
 
     func jobCount(_ connection: PostgresConnection, _ app: String) throws -> (Int, Int) {
         let rows = try connection.query(
-            "SELECT count(*), count(DISTINCT recipient) FROM jobs WHERE app = $1 AND message_id = 'big'", [app])
+            "SELECT count(*), count(DISTINCT recipient) FROM jobs WHERE app = \(app) AND message_id = 'big'")
         return (try rows[0].decode(0, as: Int.self), try rows[0].decode(1, as: Int.self))
     }
 
@@ -25,12 +25,12 @@ struct LargeGroupTests {
         #expect(try app.setMembers("g1", (0..<50).map { "u\($0)" }, client: client).status == 200)
         try app.ingest([Events.message("e1", id: "big", sender: "u0", at: past)], client: client)
         let connection = try environment.connection()
-        let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = $1", [app.id])
+        let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = \(app.id)")
         #expect(try tasks[0].decode(0, as: Int.self) == 1, "the ingest transaction recorded a task")
         #expect(eventually(seconds: 20) { (try? jobCount(connection, app.id).0) == 49 })
         #expect(try jobCount(connection, app.id) == (49, 49))
         #expect(eventually(seconds: 10) {
-            (try? connection.query("SELECT done FROM fanout_tasks WHERE app = $1", [app.id])[0].decode(0, as: Bool.self)) == true
+            (try? connection.query("SELECT done FROM fanout_tasks WHERE app = \(app.id)")[0].decode(0, as: Bool.self)) == true
         })
     }
 
@@ -53,10 +53,10 @@ struct LargeGroupTests {
                         Events.member("j1", "member.joined", uid: "newbie", at: past + 2)], client: client)
         let connection = try environment.connection()
         func count(_ kind: String) throws -> (Int, Int) {
-            let rows = try connection.query("SELECT count(*), count(DISTINCT recipient) FROM jobs WHERE app = $1 AND kind = $2", [app.id, kind])
+            let rows = try connection.query("SELECT count(*), count(DISTINCT recipient) FROM jobs WHERE app = \(app.id) AND kind = \(kind)")
             return (try rows[0].decode(0, as: Int.self), try rows[0].decode(1, as: Int.self))
         }
-        let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = $1", [app.id])
+        let tasks = try connection.query("SELECT count(*) FROM fanout_tasks WHERE app = \(app.id)")
         #expect(try tasks[0].decode(0, as: Int.self) == 3, "the message, the reaction and the join each recorded a task")
         #expect(eventually(seconds: 20) { (try? count("reaction").0) == 50 && (try? count("memberAction").0) == 50 })
         #expect(try count("reaction") == (50, 50), "every member but the reactor (newbie included: a member at its time)")
@@ -67,7 +67,7 @@ struct LargeGroupTests {
         #expect(eventually(seconds: 20) { (try? count("sync").0) == 51 })
         #expect(try count("sync") == (51, 51), "every member, the one who pinned included")
         #expect(eventually(seconds: 10) {
-            (try? connection.query("SELECT bool_and(done) FROM fanout_tasks WHERE app = $1", [app.id])[0].decode(0, as: Bool.self)) == true
+            (try? connection.query("SELECT bool_and(done) FROM fanout_tasks WHERE app = \(app.id)")[0].decode(0, as: Bool.self)) == true
         })
     }
 
@@ -103,7 +103,7 @@ struct LargeGroupTests {
         #expect(recipients == 19_999, "one job each")
         // The task is marked done by the round after its last chunk: it may trail the jobs a little.
         #expect(eventually(seconds: 10) {
-            (try? connection.query("SELECT done FROM fanout_tasks WHERE app = $1", [app.id]).first?.decode(0, as: Bool.self)) == true
+            (try? connection.query("SELECT done FROM fanout_tasks WHERE app = \(app.id)").first?.decode(0, as: Bool.self)) == true
         }, "the task is done")
         print("large-group fan-out: 19,999 jobs in \(String(format: "%.1f", elapsed)) s including a kill and a restart")
         second.signal(SIGTERM)

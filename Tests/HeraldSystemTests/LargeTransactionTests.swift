@@ -14,8 +14,8 @@ extension HeavyTests {
     struct LargeTransactionTests {
         static func members(_ count: Int) -> [String] { (0..<count).map { String(format: "m%05d", $0) } }
 
-        func count(_ connection: PostgresConnection, _ sql: String, _ parameters: [String]) throws -> Int {
-            try connection.query(sql, parameters)[0].decode(0, as: Int.self)
+        func count(_ connection: PostgresConnection, _ sql: SQL) throws -> Int {
+            try connection.query(sql)[0].decode(0, as: Int.self)
         }
 
         /// The feed of `uid` from its start: the items' types.
@@ -77,15 +77,14 @@ extension HeavyTests {
             print("large transactions: 30 messages × 1,000 mentions (30,000 users) accepted in \(String(format: "%.1f", seconds)) s")
 
             let connection = try environment.connection()
-            #expect(try count(connection, "SELECT count(*)::int FROM subscriptions WHERE app = $1 AND reason = 'mention' AND subscribed",
-                              [app.id]) == 29_970, "every mentioned member but the senders is subscribed")
+            #expect(try count(connection, "SELECT count(*)::int FROM subscriptions WHERE app = \(app.id) AND reason = 'mention' AND subscribed") == 29_970, "every mentioned member but the senders is subscribed")
             let kinds = try feedKinds(app, watched, cursor: cursor, client: client)
             #expect(kinds.contains("subscription"), "the last member's feed has the mention's subscription: \(kinds)")
             let redelivered = try app.post(events, client: client)
             #expect(redelivered.json["duplicates"] as? Int == 30, "a redelivery is a duplicate: \(redelivered.text.prefix(200))")
 
             _ = bystander.wait(seconds: 60)
-            #expect(try count(connection, "SELECT count(*)::int FROM jobs WHERE app = $1", [app.id]) == 29_970,
+            #expect(try count(connection, "SELECT count(*)::int FROM jobs WHERE app = \(app.id)") == 29_970,
                     "one job per mentioned member, in the batch's transaction")
             let seen = shared.statuses.withLock { $0 }
             #expect(!seen.isEmpty && seen.allSatisfy { $0 == 200 }, "another tenant's ingests all answered 200: \(seen)")
@@ -119,7 +118,7 @@ extension HeavyTests {
                 print("large transactions: \(event["type"]!) in a 40,000-member group in \(String(format: "%.1f", Date().timeIntervalSince(started))) s")
             }
             let connection = try environment.connection()
-            #expect(try count(connection, "SELECT count(*)::int FROM jobs WHERE app = $1 AND kind = 'sync'", [app.id]) == 80_000,
+            #expect(try count(connection, "SELECT count(*)::int FROM jobs WHERE app = \(app.id) AND kind = 'sync'") == 80_000,
                     "one sync job per member for each pin")
             #expect(try feedKinds(app, watched, cursor: cursor, client: client) == ["messagePin", "conversationPin"])
         }

@@ -86,7 +86,7 @@ struct MigrationTests {
             // While another transaction holds the lock, a runner waits instead of applying.
             let holder = try PostgresConnection(connectionString: url)
             try holder.query("BEGIN")
-            try holder.query("SELECT pg_advisory_xact_lock($1)", [Int64(0x4845_5241_4C44)])
+            try holder.query("SELECT pg_advisory_xact_lock(\(Int64(0x4845_5241_4C44)))")
             let waiting = try PostgresConnection(connectionString: url)
             try waiting.query("SET lock_timeout = '200ms'")
             #expect(throws: PostgresError.self) { try Migrator(migrations: try migrations()).migrate(waiting) }
@@ -138,7 +138,7 @@ struct MigrationTests {
             let analyzed = try connection.queryOnce("SELECT last_analyze IS NULL AND last_autoanalyze IS NULL FROM pg_stat_user_tables WHERE relname = 'group_members'")
             #expect(try analyzed[0].decode(0, as: Bool.self), "the table must be without statistics for this test to mean anything")
 
-            func plan(_ sql: String) throws -> String {
+            func plan(_ sql: SQL) throws -> String {
                 try connection.queryOnce("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql).map { try $0.decode(0, as: String.self) }
                     .joined(separator: "\n")
             }
@@ -154,7 +154,7 @@ struct MigrationTests {
             try connection.queryOnce("SET plan_cache_mode = force_generic_plan")
             try connection.queryOnce("""
                 PREPARE walk(text) AS SELECT g.uid FROM group_members g
-                 WHERE \(Fanout.groupWalk("g", group: "'g'", after: "$1", app: "'a'")) AND g.joined_at > coalesce(g.removed_at, -1)
+                 WHERE \(Fanout.groupWalk("g", group: "'g'", after: "\(unsafeRaw: "$1")", app: "'a'")) AND g.joined_at > coalesce(g.removed_at, -1)
                  ORDER BY g.uid COLLATE "C" LIMIT 100
                 """)
             let walk = try plan("EXECUTE walk('u1900')")

@@ -21,7 +21,7 @@ struct ShutdownTests {
         let id = "slow-\(UUID().uuidString.prefix(8).lowercased())"
         let blocker = try PostgresConnection(connectionString: databaseURL)
         try blocker.query("BEGIN")
-        try blocker.query("INSERT INTO apps (id) VALUES ($1)", [id])
+        try blocker.query("INSERT INTO apps (id) VALUES (\(id))")
 
         let result = Mutex<HTTPResult?>(nil)
         let finished = DispatchSemaphore(value: 0)
@@ -58,7 +58,7 @@ struct ShutdownTests {
 
         #expect(reader.firstLine(containing: "\"msg\":\"stopped\"", seconds: 10) != nil)
         #expect(server.wait() == 0, "exit status 0")
-        let stored = try blocker.query("SELECT 1 FROM apps WHERE id = $1", [id])
+        let stored = try blocker.query("SELECT 1 FROM apps WHERE id = \(id)")
         #expect(stored.count == 1, "the drained request committed")
     }
 }

@@ -72,8 +72,8 @@ final class TestEnvironment: Sendable {
         let base = server.service.services.configuration.databaseURL ?? ""
         let name = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
         let admin = try connection()
-        try admin.queryOnce("CREATE DATABASE \(name)")
-        defer { _ = try? admin.queryOnce("DROP DATABASE \(name) WITH (FORCE)") }
+        try admin.queryOnce("CREATE DATABASE \(unsafeRaw: name)")
+        defer { _ = try? admin.queryOnce("DROP DATABASE \(unsafeRaw: name) WITH (FORCE)") }
         let url = base.replacingOccurrences(of: "/herald?", with: "/\(name)?")
         guard url != base else { throw TestSetupError(message: "the test database URL does not name /herald: \(base)") }
         try body(url)

@@ -41,7 +41,7 @@ struct ChangeFeed: Sendable {
     /// The position "now": after the user's latest change. A change committing later is numbered
     /// after it (its transaction holds the user's lock, taken after every earlier one committed).
     func now(on connection: PostgresConnection) throws -> Position {
-        let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM changes WHERE app = $1 AND uid = $2", [app, uid])
+        let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM changes WHERE app = \(app) AND uid = \(uid)")
         return Position(seq: try rows.first?.decode(0, as: Int64.self) ?? 0, time: currentTimeMilliseconds())
     }
 
@@ -70,10 +70,10 @@ struct ChangeFeed: Sendable {
                 WHEN 'device' THEN jsonb_build_object('type', c.kind, 'deviceId', c.subject, 'removed', c.flag, 'at', c.at)
                 ELSE jsonb_build_object('type', c.kind, 'at', c.at) END)::text
               FROM changes c
-             WHERE c.app = $1 AND c.uid = $2 AND c.seq > $3
+             WHERE c.app = \(app) AND c.uid = \(uid) AND c.seq > \(position.seq)
              ORDER BY c.seq
-             LIMIT $4
-            """, [app, uid, position.seq, limit + 1])
+             LIMIT \(limit + 1)
+            """)
         var items: [RawJSON] = []
         var last = position
         for row in rows.prefix(limit) {
@@ -100,10 +100,10 @@ struct ChangeFeed: Sendable {
         guard !notes.isEmpty else { return }
         try connection.query("""
             INSERT INTO changes_pending (app, uid, kind, subject, actor)
-            SELECT $1, n.uid, n.kind, n.subject, n.actor
-              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS n(uid, kind, subject, actor, i)
+            SELECT \(app), n.uid, n.kind, n.subject, n.actor
+              FROM unnest(\(notes.map(\.uid))::text[], \(notes.map(\.kind))::text[], \(notes.map(\.subject))::text[], \(notes.map(\.actor))::text[]) WITH ORDINALITY AS n(uid, kind, subject, actor, i)
              ORDER BY n.i
-            """, [app, notes.map(\.uid), notes.map(\.kind), notes.map(\.subject), notes.map(\.actor)])
+            """)
     }
 }
 

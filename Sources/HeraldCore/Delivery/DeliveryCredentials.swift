@@ -18,18 +18,18 @@ enum DeliveryCredentials {
         for change in changes {
             if let pem = change.pem {
                 try connection.query("""
-                    INSERT INTO delivery_credentials (app, kind, secret) VALUES ($1, $2, $3)
+                    INSERT INTO delivery_credentials (app, kind, secret) VALUES (\(app), \(change.kind.rawValue), \(pem))
                     ON CONFLICT (app, kind) DO UPDATE SET secret = EXCLUDED.secret, created_at = herald_now_ms()
-                    """, [app, change.kind.rawValue, pem])
+                    """)
             } else {
-                try connection.query("DELETE FROM delivery_credentials WHERE app = $1 AND kind = $2", [app, change.kind.rawValue])
+                try connection.query("DELETE FROM delivery_credentials WHERE app = \(app) AND kind = \(change.kind.rawValue)")
             }
         }
     }
 
     /// The app's keys.
     static func load(app: String, on connection: PostgresConnection) throws -> [Stored] {
-        try connection.query("SELECT kind, secret, created_at FROM delivery_credentials WHERE app = $1 ORDER BY kind", [app]).compactMap { row in
+        try connection.query("SELECT kind, secret, created_at FROM delivery_credentials WHERE app = \(app) ORDER BY kind").compactMap { row in
             guard let kind = CredentialKind(rawValue: try row.decode("kind")) else { return nil }
             return Stored(kind: kind, pem: try row.decode("secret"), storedAt: try row.decode("created_at"))
         }

@@ -8,24 +8,23 @@ struct DeliverySecretStore {
     /// Makes a new current secret. The current one, if any, signs for 24 hours more; secrets
     /// already expired are removed. Runs in the caller's transaction, under the settings lock.
     func rotate(app: String, on connection: PostgresConnection) throws -> WebhookSecret {
-        try connection.query("DELETE FROM delivery_secrets WHERE app = $1 AND expires_at <= herald_now_ms()", [app])
-        try connection.query("UPDATE delivery_secrets SET expires_at = herald_now_ms() + $2::bigint WHERE app = $1 AND expires_at IS NULL",
-                             [app, Self.overlapMs])
+        try connection.query("DELETE FROM delivery_secrets WHERE app = \(app) AND expires_at <= herald_now_ms()")
+        try connection.query("UPDATE delivery_secrets SET expires_at = herald_now_ms() + \(Self.overlapMs)::bigint WHERE app = \(app) AND expires_at IS NULL")
         let secret = WebhookSecret.generate()
-        try connection.query("INSERT INTO delivery_secrets (app, secret) VALUES ($1, $2)", [app, secret.text])
+        try connection.query("INSERT INTO delivery_secrets (app, secret) VALUES (\(app), \(secret.text))")
         return secret
     }
 
     /// Removes every secret of the app (its settings were reset).
     func removeAll(app: String, on connection: PostgresConnection) throws {
-        try connection.query("DELETE FROM delivery_secrets WHERE app = $1", [app])
+        try connection.query("DELETE FROM delivery_secrets WHERE app = \(app)")
     }
 
     /// The live secrets, newest first.
     func live(app: String, on connection: PostgresConnection) throws -> [WebhookSecret] {
         try connection.query("""
-            SELECT secret FROM delivery_secrets WHERE app = $1 AND (expires_at IS NULL OR expires_at > herald_now_ms())
+            SELECT secret FROM delivery_secrets WHERE app = \(app) AND (expires_at IS NULL OR expires_at > herald_now_ms())
              ORDER BY id DESC
-            """, [app]).compactMap { WebhookSecret(try $0.decode(0, as: String.self)) }
+            """).compactMap { WebhookSecret(try $0.decode(0, as: String.self)) }
     }
 }

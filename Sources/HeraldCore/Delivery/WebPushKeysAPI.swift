@@ -18,9 +18,9 @@ enum WebPushKeysAPI {
                 let publicKey = Base64URL.encode(point)
                 // a concurrent POST may have made one first: then that one is the app's
                 let rows = try connection.query("""
-                    INSERT INTO delivery_credentials (app, kind, secret, public) VALUES ($1, 'vapid', $2, $3)
+                    INSERT INTO delivery_credentials (app, kind, secret, public) VALUES (\(context.app), 'vapid', \(key.pkcs8PEM), \(publicKey))
                     ON CONFLICT (app, kind) DO NOTHING RETURNING public
-                    """, [context.app, key.pkcs8PEM, publicKey])
+                    """)
                 if rows.isEmpty, let existing = try read(app: context.app, on: connection) { return (existing, false) }
                 return (publicKey, true)
             }
@@ -36,6 +36,6 @@ enum WebPushKeysAPI {
 
     /// The app's VAPID public key (base64url of the uncompressed point), if it has one.
     static func read(app: String, on connection: PostgresConnection) throws -> String? {
-        try connection.query("SELECT public FROM delivery_credentials WHERE app = $1 AND kind = 'vapid'", [app]).first?.decode(0, as: String?.self)
+        try connection.query("SELECT public FROM delivery_credentials WHERE app = \(app) AND kind = 'vapid'").first?.decode(0, as: String?.self)
     }
 }

@@ -47,7 +47,7 @@ struct Device: Sendable, JSONWritable {
 
         /// A select-list expression: the devices of job `j`'s recipient as a JSON array (read in
         /// the job's own statement, an index probe per job, rather than by a statement of its own).
-        static let recipientDevices = """
+        static let recipientDevices: SQL = """
             (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
                FROM devices d WHERE d.app = j.app AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
                                 AND (j.delivered_devices IS NULL OR d.id <> ALL (j.delivered_devices)))
@@ -79,7 +79,7 @@ struct Device: Sendable, JSONWritable {
 /// Devices in PostgreSQL.
 struct DeviceStore: Sendable {
     static let maxPerUser = 100
-    static let columns = "id, platform, token, topic, sandbox, created_at, updated_at"
+    static let columns: SQL = "id, platform, token, topic, sandbox, created_at, updated_at"
 
     enum Registration {
         case saved(Device)
@@ -90,43 +90,42 @@ struct DeviceStore: Sendable {
     /// (another user, or another id) is removed: the token has moved here. Runs in a transaction.
     func register(app: String, uid: String, id: String, platform: Platform, token: String, topic: String?, sandbox: Bool,
                   on connection: PostgresConnection) throws -> Registration {
-        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':devices:' || $2, 0))", [app, uid])
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':devices:' || \(uid), 0))")
         // The token moves here: its device elsewhere goes (first, so the unique index is free).
         try connection.query("""
             DELETE FROM devices d
-             WHERE d.app = $1 AND d.platform = $4 AND md5(d.token) = md5($5) AND d.token = $5
-               AND NOT (d.uid = $2 AND d.id = $3)
-            """, [app, uid, id, platform.rawValue, token])
+             WHERE d.app = \(app) AND d.platform = \(platform.rawValue) AND md5(d.token) = md5(\(token)) AND d.token = \(token)
+               AND NOT (d.uid = \(uid) AND d.id = \(id))
+            """)
         let rows = try connection.query("""
             INSERT INTO devices AS d (app, uid, id, platform, token, topic, sandbox)
-            SELECT $1, $2, $3, $4, $5, $6, $7
-             WHERE EXISTS (SELECT 1 FROM devices WHERE app = $1 AND uid = $2 AND id = $3)
-                OR (SELECT count(*) FROM devices WHERE app = $1 AND uid = $2) < $8
+            SELECT \(app), \(uid), \(id), \(platform.rawValue), \(token), \(topic), \(sandbox)
+             WHERE EXISTS (SELECT 1 FROM devices WHERE app = \(app) AND uid = \(uid) AND id = \(id))
+                OR (SELECT count(*) FROM devices WHERE app = \(app) AND uid = \(uid)) < \(Self.maxPerUser)
             ON CONFLICT (app, uid, id) DO UPDATE
                SET platform = EXCLUDED.platform, token = EXCLUDED.token, topic = EXCLUDED.topic,
                    sandbox = EXCLUDED.sandbox, updated_at = herald_now_ms()
             RETURNING \(Self.columns)
-            """, [app, uid, id, platform.rawValue, token, topic, sandbox, Self.maxPerUser])
+            """)
         guard let row = rows.first else { return .limitReached }
         return .saved(try Device(row: row))
     }
 
     func list(app: String, uid: String, on connection: PostgresConnection) throws -> [Device] {
-        try connection.query("SELECT \(Self.columns) FROM devices WHERE app = $1 AND uid = $2 ORDER BY created_at, id",
-                             [app, uid]).map(Device.init(row:))
+        try connection.query("SELECT \(Self.columns) FROM devices WHERE app = \(app) AND uid = \(uid) ORDER BY created_at, id").map(Device.init(row:))
     }
 
     /// Removes a device; false when there was none.
     func remove(app: String, uid: String, id: String, on connection: PostgresConnection) throws -> Bool {
-        !(try connection.query("DELETE FROM devices WHERE app = $1 AND uid = $2 AND id = $3 RETURNING id", [app, uid, id])).isEmpty
+        !(try connection.query("DELETE FROM devices WHERE app = \(app) AND uid = \(uid) AND id = \(id) RETURNING id")).isEmpty
     }
 
     /// Removes devices by (uid, id): the bad-token feedback of an ack.
     func remove(app: String, pairs: [(uid: String, id: String)], on connection: PostgresConnection) throws {
         guard !pairs.isEmpty else { return }
         try connection.query("""
-            DELETE FROM devices d USING unnest($2::text[], $3::text[]) AS x(uid, id)
-             WHERE d.app = $1 AND d.uid = x.uid AND d.id = x.id
-            """, [app, pairs.map(\.uid), pairs.map(\.id)])
+            DELETE FROM devices d USING unnest(\(pairs.map(\.uid))::text[], \(pairs.map(\.id))::text[]) AS x(uid, id)
+             WHERE d.app = \(app) AND d.uid = x.uid AND d.id = x.id
+            """)
     }
 }

@@ -56,8 +56,8 @@ public final class InboxRefresher: Sendable {
             try connection.query("""
                 SELECT st.app, st.thread_id, t.group_id FROM stale_threads st
                   LEFT JOIN threads t ON t.app = st.app AND t.parent_id = st.thread_id
-                 ORDER BY st.since LIMIT $1
-                """, [batch])
+                 ORDER BY st.since LIMIT \(batch)
+                """)
         }
         guard !stale.isEmpty else { return 0 }
         var byApp: [String: [(thread: String, group: String?)]] = [:]
@@ -70,13 +70,13 @@ public final class InboxRefresher: Sendable {
                 // The thread exclusively and its group shared, as ingest takes them; threads whose
                 // locks are busy wait for the next round.
                 let locked = try connection.query("""
-                    SELECT x.thread FROM unnest($2::text[], $3::text[]) AS x(thread, group_id)
-                     WHERE pg_try_advisory_xact_lock(hashtextextended($1 || ':t:' || x.thread, 0))
-                       AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended($1 || ':g:' || x.group_id, 0)))
-                    """, [app, threads.map(\.thread), threads.map(\.group)]).map { try $0.decode(0, as: String.self) }
+                    SELECT x.thread FROM unnest(\(threads.map(\.thread))::text[], \(threads.map(\.group))::text[]) AS x(thread, group_id)
+                     WHERE pg_try_advisory_xact_lock(hashtextextended(\(app) || ':t:' || x.thread, 0))
+                       AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended(\(app) || ':g:' || x.group_id, 0)))
+                    """).map { try $0.decode(0, as: String.self) }
                 guard !locked.isEmpty else { return 0 }
-                try connection.query("SELECT herald_refresh_thread_rows($1, $2)", [app, locked])
-                try connection.query("DELETE FROM stale_threads WHERE app = $1 AND thread_id = ANY ($2::text[])", [app, locked])
+                try connection.query("SELECT herald_refresh_thread_rows(\(app), \(locked))")
+                try connection.query("DELETE FROM stale_threads WHERE app = \(app) AND thread_id = ANY (\(locked)::text[])")
                 return locked.count
             }
         }

@@ -110,16 +110,16 @@ struct FactWriter {
             let senders = fresh.filter { $0.conversation.groupID != nil }
             if !senders.isEmpty {
                 for row in try connection.query("""
-                    SELECT DISTINCT x.g, x.u FROM unnest($2::text[], $3::text[], $4::bigint[]) AS x(g, u, t)
-                      LEFT JOIN group_members gm ON gm.app = $1 AND gm.group_id = x.g AND gm.uid = x.u
+                    SELECT DISTINCT x.g, x.u FROM unnest(\(senders.map { $0.conversation.groupID! })::text[], \(senders.map(\.sender))::text[], \(senders.map(\.sentAt))::bigint[]) AS x(g, u, t)
+                      LEFT JOIN group_members gm ON gm.app = \(app) AND gm.group_id = x.g AND gm.uid = x.u
                      WHERE NOT coalesce(gm.joined_at <= x.t AND (gm.removed_at IS NULL OR gm.removed_at < gm.joined_at), false)
                        -- a member now whose known membership starts later: the message only moves
                        -- that start back, which matters to mentions of them in between alone
                        AND (NOT coalesce(gm.joined_at > coalesce(gm.removed_at, -1), false)
                             OR EXISTS (SELECT 1 FROM mentions mn
-                                        WHERE mn.app = $1 AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
+                                        WHERE mn.app = \(app) AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
                                           AND mn.at >= x.t AND mn.at < gm.joined_at))
-                    """, [app, senders.map { $0.conversation.groupID! }, senders.map(\.sender), senders.map(\.sentAt)]) {
+                    """) {
                     evidenceGroups.append(try row.decode("g", as: String.self))
                     evidenceUsers.append(try row.decode("u", as: String.self))
                 }
@@ -151,17 +151,16 @@ struct FactWriter {
             try connection.query("""
                 UPDATE messages m SET text = v.text
                   FROM (SELECT DISTINCT ON (message_id) message_id, text FROM message_versions
-                         WHERE app = $1 AND message_id = ANY ($2::text[]) AND text IS NOT NULL
+                         WHERE app = \(app) AND message_id = ANY (\(Array(textMessages))::text[]) AND text IS NOT NULL
                          ORDER BY message_id, at DESC) v
-                 WHERE m.app = $1 AND m.id = v.message_id AND m.text IS DISTINCT FROM v.text
-                """, [app, Array(textMessages)])
+                 WHERE m.app = \(app) AND m.id = v.message_id AND m.text IS DISTINCT FROM v.text
+                """)
         }
         // Facts filed under a reply's id before it was known to be a reply move to its root: its
         // subscribers are recomputed there and routed again from the earliest moved reply.
         var rehomeTriggers: [(uid: String, thread: String, at: Int64)] = []
         if !rehome.isEmpty {
-            for row in try connection.query("SELECT r_uid, r_thread, r_at FROM herald_rehome($1, $2, $3, $4)",
-                                            [app, rehome.map(\.from), rehome.map(\.to), rehome.map(\.rootSender)]) {
+            for row in try connection.query("SELECT r_uid, r_thread, r_at FROM herald_rehome(\(app), \(rehome.map(\.from)), \(rehome.map(\.to)), \(rehome.map(\.rootSender)))") {
                 let uid = try row.decode("r_uid", as: String.self), thread = try row.decode("r_thread", as: String.self)
                 keyUsers.append(uid)
                 keyThreads.append(thread)
@@ -173,9 +172,9 @@ struct FactWriter {
         if !memberships.isEmpty {
             try connection.query("""
                 INSERT INTO member_events (app, group_id, uid, at, joined)
-                SELECT $1, g, u, a, j FROM unnest($2::text[], $3::text[], $4::bigint[], $5::boolean[]) AS x(g, u, a, j)
+                SELECT \(app), g, u, a, j FROM unnest(\(memberships.map(\.guid))::text[], \(memberships.map(\.uid))::text[], \(memberships.map(\.at))::bigint[], \(memberships.map(\.joined))::boolean[]) AS x(g, u, a, j)
                 ON CONFLICT DO NOTHING
-                """, [app, memberships.map(\.guid), memberships.map(\.uid), memberships.map(\.at), memberships.map(\.joined)])
+                """)
             for change in memberships {
                 evidenceGroups.append(change.guid)
                 evidenceUsers.append(change.uid)
@@ -204,8 +203,8 @@ struct FactWriter {
         if !summaryGroups.isEmpty {
             try connection.query("""
                 INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
-                SELECT $1, gid, uid, max(j), max(r)
-                  FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[]) AS x(gid, uid, j, r)
+                SELECT \(app), gid, uid, max(j), max(r)
+                  FROM unnest(\(summaryGroups)::text[], \(summaryUsers)::text[], \(summaryJoined)::bigint[], \(summaryRemoved)::bigint[]) AS x(gid, uid, j, r)
                  GROUP BY gid, uid
                  -- rows in one order: concurrent batches on other threads of the group lock them alike
                  ORDER BY gid COLLATE "C", uid COLLATE "C"
@@ -214,18 +213,18 @@ struct FactWriter {
                     removed_at = greatest(g.removed_at, EXCLUDED.removed_at)
                 WHERE (g.joined_at, g.removed_at) IS DISTINCT FROM
                       (greatest(g.joined_at, EXCLUDED.joined_at), greatest(g.removed_at, EXCLUDED.removed_at))
-                """, [app, summaryGroups, summaryUsers, summaryJoined, summaryRemoved])
+                """)
         }
         var deletedGroupThreads: [String] = []
         if !groupDeletions.isEmpty {
             let rows = try connection.query("""
                 WITH d AS (
                     INSERT INTO deleted_groups AS d (app, group_id, deleted_at)
-                    SELECT $1, g, a FROM unnest($2::text[], $3::bigint[]) AS x(g, a)
+                    SELECT \(app), g, a FROM unnest(\(Array(groupDeletions.keys))::text[], \(Array(groupDeletions.values))::bigint[]) AS x(g, a)
                     ON CONFLICT (app, group_id) DO UPDATE SET deleted_at = least(d.deleted_at, EXCLUDED.deleted_at)
                 )
-                SELECT parent_id FROM threads WHERE app = $1 AND group_id = ANY ($2::text[])
-                """, [app, Array(groupDeletions.keys), Array(groupDeletions.values)])
+                SELECT parent_id FROM threads WHERE app = \(app) AND group_id = ANY (\(Array(groupDeletions.keys))::text[])
+                """)
             deletedGroupThreads = try rows.map { try $0.decode(0, as: String.self) }
         }
 
@@ -235,22 +234,19 @@ struct FactWriter {
         for m in edits { recount.insert(m.threadID) }
         for m in created where m.parentID == nil { recount.insert(m.id) }
         for move in rehome { recount.insert(move.to) }
-        try connection.query("SELECT herald_apply($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)", [
-            app, keyUsers, keyThreads, keyAt, Array(touchedThreads) + deletedGroupThreads, Array(touchedMessages),
-            evidenceGroups, evidenceUsers, newReplies, deletedReplies, Array(recount),
-        ])
+        try connection.query("SELECT herald_apply(\(app), \(keyUsers), \(keyThreads), \(keyAt), \(Array(touchedThreads) + deletedGroupThreads), \(Array(touchedMessages)), \(evidenceGroups), \(evidenceUsers), \(newReplies), \(deletedReplies), \(Array(recount)))")
         // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its
         // replies' too; a deleted group's: all its messages'), found by message through the
         // jobs' unique key.
         if !deletions.isEmpty {
             try connection.query("""
-                WITH doomed AS (SELECT ARRAY(SELECT unnest($2::text[])
-                                             UNION SELECT m.id FROM messages m WHERE m.app = $1 AND m.parent_id = ANY ($2::text[])) AS ids),
+                WITH doomed AS (SELECT ARRAY(SELECT unnest(\(deletions.values.map(\.id))::text[])
+                                             UNION SELECT m.id FROM messages m WHERE m.app = \(app) AND m.parent_id = ANY (\(deletions.values.map(\.id))::text[])) AS ids),
                 blocks AS (UPDATE job_blocks SET stop = claimed
-                            WHERE app = $1 AND message_id IN (SELECT unnest(ids) FROM doomed) AND claimed < stop)
+                            WHERE app = \(app) AND message_id IN (SELECT unnest(ids) FROM doomed) AND claimed < stop)
                 UPDATE job_rows SET state = 'cancelled', updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
-                """, [app, deletions.values.map(\.id)])
+                 WHERE app = \(app) AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
+                """)
         }
         // The app's settings, read once for all the job producers below, by the first that needs them.
         let appSettings = BatchSettings(app: app, on: connection)
@@ -261,20 +257,20 @@ struct FactWriter {
         if !groupDeletions.isEmpty {
             try connection.query("""
                 WITH doomed AS (SELECT ARRAY(SELECT m.id FROM messages m
-                                              WHERE m.app = $1 AND m.group_id = ANY ($2::text[]) AND m.created_seen) AS ids),
+                                              WHERE m.app = \(app) AND m.group_id = ANY (\(Array(groupDeletions.keys))::text[]) AND m.created_seen) AS ids),
                 blocks AS (UPDATE job_blocks SET stop = claimed
-                            WHERE app = $1 AND message_id IN (SELECT unnest(ids) FROM doomed) AND claimed < stop)
+                            WHERE app = \(app) AND message_id IN (SELECT unnest(ids) FROM doomed) AND claimed < stop)
                 UPDATE job_rows SET state = 'cancelled', updated_at = herald_now_ms()
-                 WHERE app = $1 AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
-                """, [app, Array(groupDeletions.keys)])
+                 WHERE app = \(app) AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
+                """)
             // and its member actions' (which name no message)
             try connection.query("""
                 UPDATE job_rows j SET state = 'cancelled', updated_at = herald_now_ms()
                   FROM member_actions a
-                 WHERE a.app = $1 AND a.group_id = ANY ($2::text[])
-                   AND j.app = $1 AND j.message_id IS NULL AND j.kind = 'memberAction' AND j.state = 'ready'
+                 WHERE a.app = \(app) AND a.group_id = ANY (\(Array(groupDeletions.keys))::text[])
+                   AND j.app = \(app) AND j.message_id IS NULL AND j.kind = 'memberAction' AND j.state = 'ready'
                    AND j.event_source = a.event_source AND j.event_id = a.event_id
-                """, [app, Array(groupDeletions.keys)])
+                """)
         }
         // Jobs, after subscriptions and unread counts include this batch.
         var produced = try retracted + Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
@@ -326,10 +322,10 @@ struct FactWriter {
             INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id,
                                        parent_sender, sent_at, text, mentions_all, category, type, quoted_message_id,
                                        quoted_sender, send_notification, event_source, event_id, event_type, created_seen)
-            SELECT $1, x.*, true
-              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                          $10::text[], $11::bigint[], $12::text[], $13::boolean[], $14::text[], $15::text[], $16::text[],
-                          $17::text[], $18::boolean[], $19::text[], $20::text[], $21::text[]) AS x
+            SELECT \(app), x.*, true
+              FROM unnest(\(created.map(\.id))::text[], \(created.map(\.conversation.id))::text[], \(created.map(\.conversation.receiverType))::text[], \(created.map(\.conversation.groupID))::text[], \(created.map(\.conversation.userA))::text[], \(created.map(\.conversation.userB))::text[], \(created.map(\.sender))::text[], \(created.map(\.parentID))::text[],
+                          \(created.map(\.parentSender))::text[], \(created.map(\.sentAt))::bigint[], \(created.map(\.text))::text[], \(created.map(\.mentionsAll))::boolean[], \(created.map(\.category))::text[], \(created.map(\.type))::text[], \(created.map(\.quotedMessageID))::text[],
+                          \(created.map(\.quotedSender))::text[], \(created.map(\.sendNotification))::boolean[], \(created.map { createdEvents[Array($0.id.utf8)]!.source })::text[], \(created.map { createdEvents[Array($0.id.utf8)]!.id })::text[], \(created.map { createdEvents[Array($0.id.utf8)]!.type })::text[]) AS x
             ON CONFLICT (app, id) DO UPDATE SET
                 conversation_id = EXCLUDED.conversation_id, receiver_type = EXCLUDED.receiver_type,
                 group_id = EXCLUDED.group_id, user_a = EXCLUDED.user_a, user_b = EXCLUDED.user_b,
@@ -341,12 +337,7 @@ struct FactWriter {
                 created_seen = true
             WHERE NOT m.created_seen
             RETURNING id, xmax <> 0 AS updated
-            """, [app, created.map(\.id), created.map(\.conversation.id), created.map(\.conversation.receiverType), created.map(\.conversation.groupID),
-                  created.map(\.conversation.userA), created.map(\.conversation.userB), created.map(\.sender), created.map(\.parentID),
-                  created.map(\.parentSender), created.map(\.sentAt), created.map(\.text), created.map(\.mentionsAll), created.map(\.category),
-                  created.map(\.type), created.map(\.quotedMessageID), created.map(\.quotedSender), created.map(\.sendNotification),
-                  created.map { createdEvents[Array($0.id.utf8)]!.source }, created.map { createdEvents[Array($0.id.utf8)]!.id },
-                  created.map { createdEvents[Array($0.id.utf8)]!.type }])
+            """)
         let appliedIDs = Set(try applied.map { try $0.decode("id", as: String.self) })
         // A row that existed already (an edit or a deletion arrived first) was updated, not
         // inserted (xmax set): its versions may hold a later text than the creation's.
@@ -360,9 +351,9 @@ struct FactWriter {
         if !replies.isEmpty {
             try connection.query("""
                 UPDATE mentions mn SET thread_id = x.parent
-                  FROM unnest($2::text[], $3::text[]) AS x(id, parent)
-                 WHERE mn.app = $1 AND mn.message_id = x.id AND mn.thread_id <> x.parent
-                """, [app, replies.map(\.id), replies.map { $0.parentID! }])
+                  FROM unnest(\(replies.map(\.id))::text[], \(replies.map { $0.parentID! })::text[]) AS x(id, parent)
+                 WHERE mn.app = \(app) AND mn.message_id = x.id AND mn.thread_id <> x.parent
+                """)
         }
         try insertVersions(ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
                            mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text),
@@ -376,24 +367,22 @@ struct FactWriter {
         // An edit seen before its message.created leaves a placeholder row with what it knows.
         try connection.query("""
             INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                       $9::text[]) AS x
+            SELECT \(app), x.* FROM unnest(\(e.map(\.id))::text[], \(e.map(\.conversation.id))::text[], \(e.map(\.conversation.receiverType))::text[], \(e.map(\.conversation.groupID))::text[], \(e.map(\.conversation.userA))::text[], \(e.map(\.conversation.userB))::text[], \(e.map(\.sender))::text[],
+                                       \(e.map(\.parentID))::text[]) AS x
             ON CONFLICT DO NOTHING
-            """, [app, e.map(\.id), e.map(\.conversation.id), e.map(\.conversation.receiverType), e.map(\.conversation.groupID),
-                  e.map(\.conversation.userA), e.map(\.conversation.userB), e.map(\.sender), e.map(\.parentID)])
+            """)
         // An edit that does not list mentions stores null: the mentions in force before it stay.
         // The version keeps the event that brought it, for the explain endpoint's `?event=`.
         let versions = try connection.query("""
             INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text, event_source, event_id)
-            SELECT $1, x.id, x.at,
+            SELECT \(app), x.id, x.at,
                    CASE WHEN x.mentions IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)) END,
                    x.mentions_all, x.text, x.source, x.event_id
-              FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[], $7::text[], $8::text[])
+              FROM unnest(\(e.map(\.id))::text[], \(e.map(\.editedAt))::bigint[], \(e.map { $0.mentions.map(Self.jsonArray) })::text[], \(e.map(\.mentionsAll))::boolean[], \(e.map(\.text))::text[], \(editEvents.map(\.source))::text[], \(editEvents.map(\.id))::text[])
                    AS x(id, at, mentions, mentions_all, text, source, event_id)
             ON CONFLICT DO NOTHING
             RETURNING message_id, at
-            """, [app, e.map(\.id), e.map(\.editedAt), e.map { $0.mentions.map(Self.jsonArray) }, e.map(\.mentionsAll), e.map(\.text),
-                  editEvents.map(\.source), editEvents.map(\.id)])
+            """)
         // Only a version seen for the first time notifies (not a republished edit).
         var fresh: Set<[UInt8]> = []
         for row in versions {
@@ -414,10 +403,10 @@ struct FactWriter {
                                 conversations: [String], threads: [String], on connection: PostgresConnection) throws {
         try connection.query("""
             INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
-            SELECT $1, x.id, x.at, ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)), x.mentions_all, x.text
-              FROM unnest($2::text[], $3::bigint[], $4::text[], $5::boolean[], $6::text[]) AS x(id, at, mentions, mentions_all, text)
+            SELECT \(app), x.id, x.at, ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)), x.mentions_all, x.text
+              FROM unnest(\(ids)::text[], \(at)::bigint[], \(mentions.map(Self.jsonArray))::text[], \(mentionsAll)::boolean[], \(texts)::text[]) AS x(id, at, mentions, mentions_all, text)
             ON CONFLICT DO NOTHING
-            """, [app, ids, at, mentions.map(Self.jsonArray), mentionsAll, texts])
+            """)
         var mentionIDs: [String] = [], mentionAt: [Int64] = [], uids: [String] = [], mentionConversations: [String] = [],
             mentionThreads: [String] = []
         for index in ids.indices {
@@ -435,9 +424,9 @@ struct FactWriter {
         guard !ids.isEmpty else { return }
         try connection.query("""
             INSERT INTO mentions (app, message_id, at, uid, conversation_id, thread_id)
-            SELECT $1, x.* FROM unnest($2::text[], $3::bigint[], $4::text[], $5::text[], $6::text[]) AS x
+            SELECT \(app), x.* FROM unnest(\(ids)::text[], \(at)::bigint[], \(uids)::text[], \(conversations)::text[], \(threads)::text[]) AS x
             ON CONFLICT DO NOTHING
-            """, [app, ids, at, uids, conversations, threads])
+            """)
     }
 
     /// Stores deletions (the earliest time wins); returns the replies that were live before.
@@ -445,23 +434,22 @@ struct FactWriter {
         let d = Array(deletions.values)
         let rows = try connection.query("""
             WITH input AS (
-                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+                SELECT * FROM unnest(\(d.map(\.id))::text[], \(d.map { $0.conversation?.id })::text[], \(d.map { $0.conversation?.receiverType })::text[], \(d.map { $0.conversation?.groupID })::text[], \(d.map(\.parentID))::text[], \(d.map(\.deletedAt))::bigint[])
                     AS x(id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
             ),
             was_live AS (
                 SELECT m.id FROM input i
-                  JOIN messages m ON m.app = $1 AND m.id = i.id
+                  JOIN messages m ON m.app = \(app) AND m.id = i.id
                  WHERE m.created_seen AND m.deleted_at IS NULL AND m.parent_id IS NOT NULL
             ),
             upsert AS (
                 INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
-                SELECT $1, i.* FROM input i
+                SELECT \(app), i.* FROM input i
                 ON CONFLICT (app, id) DO UPDATE
                     SET deleted_at = least(coalesce(m.deleted_at, EXCLUDED.deleted_at), EXCLUDED.deleted_at)
             )
             SELECT id FROM was_live
-            """, [app, d.map(\.id), d.map { $0.conversation?.id }, d.map { $0.conversation?.receiverType },
-                  d.map { $0.conversation?.groupID }, d.map(\.parentID), d.map(\.deletedAt)])
+            """)
         return try rows.map { try $0.decode(0, as: String.self) }
     }
 

@@ -46,9 +46,9 @@ enum IngestAPI {
                 SELECT seq, jsonb_build_object('id', id, 'source', source, 'type', type, 'error', error,
                                                'receivedAt', received_at, 'event', event)::text
                   FROM rejected_events
-                 WHERE app = $1 AND ($2::bigint IS NULL OR seq < $2)
-                 ORDER BY seq DESC LIMIT $3
-                """, [context.app, before, list.limit + 1])
+                 WHERE app = \(context.app) AND (\(before)::bigint IS NULL OR seq < \(before))
+                 ORDER BY seq DESC LIMIT \(list.limit + 1)
+                """)
         }
         return try list.page(rows, kind: "rejected")
     }

@@ -70,13 +70,12 @@ public struct IngestStore: Sendable {
                     if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
                     let fresh = try connection.query("""
                         INSERT INTO events (app, source, id, type, traceparent)
-                        SELECT $1, s, i, t, tp FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) AS x(s, i, t, tp)
+                        SELECT \(app), s, i, t, tp FROM unnest(\(working.map(\.event.source))::text[], \(working.map(\.event.id))::text[], \(working.map(\.event.type))::text[], \(working.map(\.event.traceparent))::text[]) AS x(s, i, t, tp)
                          -- in one order: two batches redelivering the same events wait, never deadlock
                          ORDER BY s COLLATE "C", i COLLATE "C"
                         ON CONFLICT DO NOTHING
                         RETURNING source, id
-                        """, [app, working.map(\.event.source), working.map(\.event.id), working.map(\.event.type),
-                              working.map(\.event.traceparent)])
+                        """)
                     var isNew: Set<[UInt8]> = []
                     for row in fresh {
                         isNew.insert(Array(try row.decode("source", as: String.self).utf8) + [0] + Array(try row.decode("id", as: String.self).utf8))
@@ -144,13 +143,13 @@ public struct IngestStore: Sendable {
         var stored: [[UInt8]: (parent: String, sender: String?)] = [:]
         var hosting: Set<[UInt8]> = []
         for row in try connection.query("""
-            SELECT id, parent_id, parent_sender FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL
+            SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(lookup)::text[]) AND parent_id IS NOT NULL
             UNION ALL
             -- a thread row under a reply's id: replies were counted there (and subscriptions, which
             -- need a thread row, may be filed there). Placeholders of replies not yet created
             -- (an edit or deletion first) make no thread row; their creation files them anew.
-            SELECT t.parent_id, NULL, NULL FROM threads t WHERE t.app = $1 AND t.parent_id = ANY ($3::text[])
-            """, [app, lookup, hosts]) {
+            SELECT t.parent_id, NULL, NULL FROM threads t WHERE t.app = \(app) AND t.parent_id = ANY (\(hosts)::text[])
+            """) {
             let id = Array(try row.decode("id", as: String.self).utf8)
             if let parent = try row.decode("parent_id", as: String?.self) {
                 stored[id] = (parent, try row.decode("parent_sender", as: String?.self))
@@ -165,8 +164,7 @@ public struct IngestStore: Sendable {
             let next = Set(stored.values.map(\.parent).filter { looked.insert(Array($0.utf8)).inserted && batch[Array($0.utf8)] == nil })
             guard !next.isEmpty else { break }
             for row in try connection.query(
-                "SELECT id, parent_id, parent_sender FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND parent_id IS NOT NULL",
-                [app, Array(next)]) {
+                "SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(Array(next))::text[]) AND parent_id IS NOT NULL") {
                 stored[Array(try row.decode("id", as: String.self).utf8)] =
                     (try row.decode("parent_id", as: String.self), try row.decode("parent_sender", as: String?.self))
             }
@@ -242,11 +240,10 @@ public struct IngestStore: Sendable {
         func storable(_ json: JSONValue) -> String { json.jsonText.replacing("\\u0000", with: "\\ufffd") }
         try connection.query("""
             INSERT INTO rejected_events (app, source, id, type, error, event)
-            SELECT $1, s, i, t, e::jsonb, r::jsonb
-              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)
+            SELECT \(app), s, i, t, e::jsonb, r::jsonb
+              FROM unnest(\(rejected.map { storable($0.1) })::text[], \(rejected.map { storable($0.2) })::text[], \(rejected.map { storable($0.3) })::text[], \(rejected.map { storable($0.0.errorJSON) })::text[], \(rejected.map { storable($0.4) })::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)
              ORDER BY n
-            """, [app, rejected.map { storable($0.1) }, rejected.map { storable($0.2) }, rejected.map { storable($0.3) },
-                  rejected.map { storable($0.0.errorJSON) }, rejected.map { storable($0.4) }])
+            """)
     }
 }
 

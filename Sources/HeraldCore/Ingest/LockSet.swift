@@ -49,17 +49,15 @@ struct LockSet: Sendable, Equatable {
     func lock(app: String, on connection: PostgresConnection, genericPlans: Bool = false) throws {
         guard !isEmpty else { return }
         let sharedOnly = shared.subtracting(exclusive)
-        try connection.query(genericPlans ? """
-            SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+        let keys = Array(exclusive) + Array(sharedOnly)
+        let isShared = Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)
+        let generic: SQL = genericPlans ? "set_config('plan_cache_mode', 'force_generic_plan', true)," : ""
+        try connection.query("""
+            SELECT \(generic)
                    CASE WHEN s THEN pg_advisory_xact_lock_shared(h)::text ELSE pg_advisory_xact_lock(h)::text END
-              FROM (SELECT hashtextextended($1 || ':' || k, 0) AS h, bool_and(s) AS s
-                      FROM unnest($2::text[], $3::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
-            """ : """
-            SELECT CASE WHEN s THEN pg_advisory_xact_lock_shared(h)::text ELSE pg_advisory_xact_lock(h)::text END
-              FROM (SELECT hashtextextended($1 || ':' || k, 0) AS h, bool_and(s) AS s
-                      FROM unnest($2::text[], $3::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
-            """, [app, Array(exclusive) + Array(sharedOnly),
-                  Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)])
+              FROM (SELECT hashtextextended(\(app) || ':' || k, 0) AS h, bool_and(s) AS s
+                      FROM unnest(\(keys)::text[], \(isShared)::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
+            """)
     }
 }
 

@@ -13,18 +13,18 @@ extension Fanout {
         guard !triggers.isEmpty else { return 0 }
         let rows = try connection.query("""
             WITH k AS (
-                SELECT uid, thread_id, min(at) AS at FROM unnest($2::text[], $3::text[], $4::bigint[]) AS k(uid, thread_id, at)
+                SELECT uid, thread_id, min(at) AS at FROM unnest(\(triggers.map(\.uid))::text[], \(triggers.map(\.thread))::text[], \(triggers.map(\.at))::bigint[]) AS k(uid, thread_id, at)
                  GROUP BY uid, thread_id
             ), c AS MATERIALIZED (
                 SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
                        m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
                        s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                       \(Fanout.levelOf(uid: "k.uid", conversation: "m.conversation_id")) AS level,
-                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
+                       \(Fanout.levelOf(uid: "k.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
                            AS mentioned,
-                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = k.uid) AS preferences,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = k.uid) AS preferences,
                        (SELECT mu.until FROM user_mutes mu
-                         WHERE mu.app = $1 AND mu.uid = k.uid
+                         WHERE mu.app = \(app) AND mu.uid = k.uid
                            AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
                            AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
                        m.parent_id
@@ -33,20 +33,20 @@ extension Fanout {
                   -- thread's subscriptions filtered per key, which stale statistics once chose:
                   -- 50 million rows filtered for one late reply of 10,000 users)
                   CROSS JOIN LATERAL (SELECT s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked FROM subscriptions s
-                                       WHERE s.app = $1 AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
+                                       WHERE s.app = \(app) AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
                                       OFFSET 0) s
                   -- the thread's replies sent at or after the trigger, through messages_replies_by_time
                   CROSS JOIN LATERAL (SELECT * FROM messages m
-                                       WHERE m.app = $1 AND m.parent_id = k.thread_id AND m.sent_at >= k.at
+                                       WHERE m.app = \(app) AND m.parent_id = k.thread_id AND m.sent_at >= k.at
                                          AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
-                                         AND m.event_id IS NOT NULL AND m.id <> ALL ($5::text[])
+                                         AND m.event_id IS NOT NULL AND m.id <> ALL (\(fresh)::text[])
                                       OFFSET 0) m
                  WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
-                                    WHERE ft.app = $1 AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
-                   AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
+                                    WHERE ft.app = \(app) AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
+                   AND EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
                    AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
                             ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                            WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = k.uid), false) END
+                                            WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = k.uid), false) END
             ),
             -- the jobs the messages already have (a notification of the message, not a reaction's
             -- or an update's that name it too): each message's blocks read once, through its key
@@ -56,11 +56,11 @@ extension Fanout {
                 SELECT DISTINCT ON (j.message_id, j.recipient) j.message_id, j.recipient,
                        CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason
                   FROM (SELECT DISTINCT c.id FROM c) mm
-                 CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.app = $1 AND j.message_id = mm.id AND j.kind IS NULL OFFSET 0) j
+                 CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.app = \(app) AND j.message_id = mm.id AND j.kind IS NULL OFFSET 0) j
                  ORDER BY j.message_id, j.recipient, j.block NULLS FIRST
             )
             SELECT c.*, h.ready_id, h.reason FROM c LEFT JOIN have h ON h.message_id = c.id AND h.recipient = c.uid
-            """, [app, triggers.map(\.uid), triggers.map(\.thread), triggers.map(\.at), fresh])
+            """)
         guard !rows.isEmpty else { return 0 }
         let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
@@ -108,16 +108,16 @@ extension Fanout {
         }
         if !upgrades.isEmpty {
             try connection.query("""
-                UPDATE job_rows j SET reason = x.reason FROM unnest($2::bigint[], $3::text[]) AS x(id, reason)
-                 WHERE j.app = $1 AND j.id = x.id AND j.state = 'ready'
-                """, [app, upgrades.map(\.id), upgrades.map(\.reason.rawValue)])
+                UPDATE job_rows j SET reason = x.reason FROM unnest(\(upgrades.map(\.id))::bigint[], \(upgrades.map(\.reason.rawValue))::text[]) AS x(id, reason)
+                 WHERE j.app = \(app) AND j.id = x.id AND j.state = 'ready'
+                """)
             // a block's job, while unclaimed: one position at a time (rare: a late trigger)
             for upgrade in upgrades {
                 let (block, position) = JobBlocks.place(upgrade.id)
                 try connection.query("""
-                    UPDATE job_blocks SET reasons[$3::int + 1] = $4::smallint
-                     WHERE app = $1 AND id = $2 AND claimed <= $3::int AND $3::int < stop
-                    """, [app, block, position, upgrade.reason.code])
+                    UPDATE job_blocks SET reasons[\(position)::int + 1] = \(upgrade.reason.code)::smallint
+                     WHERE app = \(app) AND id = \(block) AND claimed <= \(position)::int AND \(position)::int < stop
+                    """)
             }
         }
         return try insert(jobs, on: connection, mayExist: true)

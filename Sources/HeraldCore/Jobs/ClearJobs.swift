@@ -26,17 +26,17 @@ enum ClearJobs {
         let rows = try connection.query("""
             INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, exclude_device,
                               clear_ids, badge)
-            SELECT $1, x.thread, $2, 'herald', 'read:' || x.to_id, 'thread.read', 'read', 'clear', $3,
+            SELECT \(app), x.thread, \(uid), 'herald', 'read:' || x.to_id, 'thread.read', 'read', 'clear', \(deviceID),
                    (coalesce(d.ids, '{}') || coalesce(c.ids, '{}'))[1:\(maxCollapseIDs)], b.badge
-              FROM unnest($4::text[], $5::bigint[], $6::text[], $7::bigint[], $8::text[]) AS x(thread, from_at, from_id, to_at, to_id)
+              FROM unnest(\(moves.map(\.thread))::text[], \(moves.map(\.fromAt))::bigint[], \(moves.map(\.fromID))::text[], \(moves.map(\.toAt))::bigint[], \(moves.map(\.toID))::text[]) AS x(thread, from_at, from_id, to_at, to_id)
              CROSS JOIN LATERAL (
                    SELECT array_agg(r.id ORDER BY r.sent_at DESC, r.id COLLATE "C" DESC) AS ids
                      FROM (SELECT m.id, m.sent_at
                              FROM messages m
-                            WHERE m.app = $1 AND m.parent_id = x.thread
+                            WHERE m.app = \(app) AND m.parent_id = x.thread
                               AND (m.sent_at, m.id COLLATE "C") <= (x.to_at, x.to_id COLLATE "C")
                               AND (x.from_at IS NULL OR (m.sent_at, m.id COLLATE "C") > (x.from_at, x.from_id COLLATE "C"))
-                              AND EXISTS (SELECT 1 FROM herald_message_jobs($1, m.id, $2) j WHERE j.attempt > 0)
+                              AND EXISTS (SELECT 1 FROM herald_message_jobs(\(app), m.id, \(uid)) j WHERE j.attempt > 0)
                             ORDER BY m.sent_at DESC, m.id COLLATE "C" DESC
                             LIMIT \(maxCollapseIDs)) r) c
              -- SPEC §17: the push that opened a digest window of the reader's, and the digest that
@@ -47,16 +47,16 @@ enum ClearJobs {
                          JOIN messages o ON o.app = w.app AND o.id = w.opened_by
                          LEFT JOIN job_rows dj ON dj.id = w.digest_job
                          LEFT JOIN messages dm ON dm.app = w.app AND dm.id = dj.message_id
-                        WHERE w.app = $1 AND w.thread_id = x.thread AND w.uid = $2
+                        WHERE w.app = \(app) AND w.thread_id = x.thread AND w.uid = \(uid)
                           AND EXISTS (SELECT 1 FROM (VALUES (o.sent_at, o.id), (dm.sent_at, dm.id)) AS p(at, id)
                                        WHERE p.id IS NOT NULL
                                          AND (p.at, p.id COLLATE "C") <= (x.to_at, x.to_id COLLATE "C")
                                          AND (x.from_at IS NULL OR (p.at, p.id COLLATE "C") > (x.from_at, x.from_id COLLATE "C"))))) d ON true
              CROSS JOIN (SELECT count(*)::int AS badge FROM subscriptions
-                          WHERE app = $1 AND uid = $2 AND visible AND has_unread) b
+                          WHERE app = \(app) AND uid = \(uid) AND visible AND has_unread) b
              WHERE c.ids IS NOT NULL OR d.ids IS NOT NULL
             ON CONFLICT DO NOTHING
-            """, [app, uid, deviceID, moves.map(\.thread), moves.map(\.fromAt), moves.map(\.fromID), moves.map(\.toAt), moves.map(\.toID)])
+            """)
         return rows.affectedRows
     }
 }

@@ -53,11 +53,10 @@ struct DigestWindows {
         guard !openings.isEmpty else { return }
         try connection.query("""
             INSERT INTO digest_windows (app, thread_id, uid, opened_at, ends_at, opened_by, max_age_ms)
-            SELECT $1, x.thread, x.uid, x.at, x.ends_at, x.message, $7
-              FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::text[]) AS x(thread, uid, at, ends_at, message)
+            SELECT \(app), x.thread, x.uid, x.at, x.ends_at, x.message, \(maxAgeMs)
+              FROM unnest(\(openings.map(\.thread))::text[], \(openings.map(\.uid))::text[], \(openings.map(\.at))::bigint[], \(openings.map(\.endsAt))::bigint[], \(openings.map(\.message))::text[]) AS x(thread, uid, at, ends_at, message)
             ON CONFLICT DO NOTHING
-            """, [app, openings.map(\.thread), openings.map(\.uid), openings.map(\.at), openings.map(\.endsAt),
-                  openings.map(\.message), maxAgeMs])
+            """)
     }
 }
 
@@ -105,7 +104,7 @@ public final class DigestCloser: Sendable {
                     SELECT w.app, w.thread_id, w.uid, w.opened_at, w.ends_at, w.opened_by, w.max_age_ms
                       FROM digest_windows w
                      WHERE w.closed_at IS NULL AND w.ends_at <= herald_now_ms()
-                     ORDER BY w.ends_at LIMIT $1
+                     ORDER BY w.ends_at LIMIT \(Self.batch)
                        FOR UPDATE SKIP LOCKED
                 ), held AS (
                     SELECT d.*, s.read_at, s.read_id, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, h.*
@@ -130,7 +129,7 @@ public final class DigestCloser: Sendable {
                        \(Fanout.mutedUntilOf(uid: "h.uid", group: "m.group_id", other: "m.sender", app: "h.app")) AS muted_until
                   FROM held h
                   LEFT JOIN messages m ON m.app = h.app AND m.id = h.latest[1]
-                """, [Self.batch])
+                """)
             guard !rows.isEmpty else { return 0 }
             var settings: [String: AppSettings] = [:]
             var closes: [Close] = []
@@ -171,12 +170,10 @@ public final class DigestCloser: Sendable {
             try connection.query("""
                 UPDATE digest_windows w
                    SET closed_at = herald_now_ms(), outcome = x.outcome, digest_job = x.job, read_at = x.read_at, read_id = x.read_id
-                  FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[], $8::text[])
+                  FROM unnest(\(closes.map(\.app))::text[], \(closes.map(\.thread))::text[], \(closes.map(\.uid))::text[], \(closes.map(\.openedAt))::bigint[], \(closes.map(\.outcome))::text[], \(closes.map { $0.outcome == "sent" ? ids[$0.app + "\u{1F}" + $0.uid + "\u{1F}" + $0.thread] : nil })::bigint[], \(closes.map(\.readAt))::bigint[], \(closes.map(\.readID))::text[])
                        AS x(app, thread, uid, opened_at, outcome, job, read_at, read_id)
                  WHERE w.app = x.app AND w.thread_id = x.thread AND w.uid = x.uid AND w.opened_at = x.opened_at
-                """, [closes.map(\.app), closes.map(\.thread), closes.map(\.uid), closes.map(\.openedAt), closes.map(\.outcome),
-                      closes.map { $0.outcome == "sent" ? ids[$0.app + "\u{1F}" + $0.uid + "\u{1F}" + $0.thread] : nil },
-                      closes.map(\.readAt), closes.map(\.readID)])
+                """)
             return closes.count
         }
     }
@@ -247,13 +244,12 @@ struct DigestJob {
             SELECT x.app, x.message, x.recipient, m.event_source, m.event_id, m.event_type, x.reason, x.privacy, 'digest',
                    ARRAY(SELECT jsonb_array_elements_text(x.ids::jsonb)), x.count,
                    ARRAY(SELECT jsonb_array_elements_text(x.senders::jsonb))
-              FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::boolean[], $6::int[], $7::text[], $8::text[])
+              FROM unnest(\(jobs.map(\.app))::text[], \(jobs.map(\.message))::text[], \(jobs.map(\.recipient))::text[], \(jobs.map(\.reason))::text[], \(jobs.map(\.privacy))::boolean[], \(jobs.map(\.count))::int[], \(jobs.map { DigestCloser.json($0.messageIDs) })::text[], \(jobs.map { DigestCloser.json($0.senders) })::text[])
                    AS x(app, message, recipient, reason, privacy, count, ids, senders)
               JOIN messages m ON m.app = x.app AND m.id = x.message
             ON CONFLICT DO NOTHING
             RETURNING id, app, recipient, (SELECT p.parent_id FROM messages p WHERE p.app = job_rows.app AND p.id = job_rows.message_id) AS thread
-            """, [jobs.map(\.app), jobs.map(\.message), jobs.map(\.recipient), jobs.map(\.reason), jobs.map(\.privacy),
-                  jobs.map(\.count), jobs.map { DigestCloser.json($0.messageIDs) }, jobs.map { DigestCloser.json($0.senders) }])
+            """)
         var ids: [String: Int64] = [:]
         for row in rows {
             let key = try row.decode("app", as: String.self) + "\u{1F}" + row.decode("recipient", as: String.self) + "\u{1F}"

@@ -76,11 +76,11 @@ enum EventJobs {
         guard !groups.isEmpty else { return [] }
         var large: Set<String> = []
         for row in try connection.query("""
-            SELECT x.g FROM unnest($2::text[]) AS x(g)
+            SELECT x.g FROM unnest(\(Array(Set(groups)))::text[]) AS x(g)
              WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                           WHERE gm.app = $1 AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
-                                           LIMIT $3 + 1) c) > $3
-            """, [app, Array(Set(groups)), threshold]) {
+                                           WHERE gm.app = \(app) AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
+                                           LIMIT \(threshold) + 1) c) > \(threshold)
+            """) {
             large.insert(try row.decode("g", as: String.self))
         }
         return large
@@ -97,10 +97,9 @@ enum EventJobs {
         guard !tasks.isEmpty else { return }
         try connection.query("""
             INSERT INTO fanout_tasks (app, event_source, event_id, event_type, message_id, subject_id)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[]) AS x
+            SELECT \(app), x.* FROM unnest(\(tasks.map(\.event.source))::text[], \(tasks.map(\.event.id))::text[], \(tasks.map(\.event.type))::text[], \(tasks.map(\.messageID))::text[], \(tasks.map(\.subjectID))::text[]) AS x
             ON CONFLICT (app, event_source, event_id) DO NOTHING
-            """, [app, tasks.map(\.event.source), tasks.map(\.event.id), tasks.map(\.event.type), tasks.map(\.messageID),
-                  tasks.map(\.subjectID)])
+            """)
     }
 
     /// Each recipient's unread thread count now: a job's `badge`.
@@ -108,8 +107,8 @@ enum EventJobs {
         var badges: [String: Int] = [:]
         for row in try connection.query("""
             SELECT uid, count(*) AS unread_threads FROM subscriptions
-             WHERE app = $1 AND uid = ANY ($2::text[]) AND visible AND has_unread GROUP BY uid
-            """, [app, Array(Set(recipients))]) {
+             WHERE app = \(app) AND uid = ANY (\(Array(Set(recipients)))::text[]) AND visible AND has_unread GROUP BY uid
+            """) {
             badges[try row.decode("uid", as: String.self)] = try row.decode("unread_threads", as: Int.self)
         }
         return badges
@@ -141,12 +140,9 @@ enum EventJobs {
         return try connection.query("""
             INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge,
                               exclude_device, sync_at, sync_by)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                       $9::text[], $10::boolean[], $11::int[], $12::text[], $13::bigint[], $14::text[]) AS x
+            SELECT \(app), x.* FROM unnest(\(rows.map(\.messageID))::text[], \(rows.map(\.subjectID))::text[], \(rows.map(\.recipient))::text[], \(rows.map(\.event.source))::text[], \(rows.map(\.event.id))::text[], \(rows.map(\.event.type))::text[], \(rows.map(\.kind))::text[],
+                                       \(rows.map(\.reason))::text[], \(rows.map(\.privacy))::boolean[], \(rows.map { badges[$0.recipient] ?? 0 })::int[], \(rows.map(\.excludeDevice))::text[], \(rows.map(\.syncAt))::bigint[], \(rows.map(\.syncBy))::text[]) AS x
             ON CONFLICT DO NOTHING
-            """, [app, rows.map(\.messageID), rows.map(\.subjectID), rows.map(\.recipient), rows.map(\.event.source),
-                  rows.map(\.event.id), rows.map(\.event.type), rows.map(\.kind), rows.map(\.reason),
-                  rows.map(\.privacy), rows.map { badges[$0.recipient] ?? 0 }, rows.map(\.excludeDevice), rows.map(\.syncAt),
-                  rows.map(\.syncBy)]).affectedRows
+            """).affectedRows
     }
 }

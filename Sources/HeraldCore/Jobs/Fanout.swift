@@ -49,21 +49,21 @@ struct Fanout {
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                   \(Self.levelOf(uid: "mn.uid", conversation: "m.conversation_id")) AS level,
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = $1 AND up.uid = mn.uid) AS preferences,
-                   \(Fanout.mutedUntilOf(uid: "mn.uid", group: "m.group_id", other: "m.sender")) AS muted_until
-              FROM unnest($2::text[], $3::bigint[]) WITH ORDINALITY AS x(id, at, n)
-              JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
-              JOIN mentions mn ON mn.app = $1 AND mn.message_id = x.id AND mn.at = x.at
-              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = mn.uid AND s.thread_id = coalesce(m.parent_id, m.id)
+                   \(Self.levelOf(uid: "mn.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = mn.uid) AS preferences,
+                   \(Fanout.mutedUntilOf(uid: "mn.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
+              FROM unnest(\(withMentions.map(\.edit.id))::text[], \(withMentions.map(\.edit.editedAt))::bigint[]) WITH ORDINALITY AS x(id, at, n)
+              JOIN messages m ON m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
+              JOIN mentions mn ON mn.app = \(app) AND mn.message_id = x.id AND mn.at = x.at
+              LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = mn.uid AND s.thread_id = coalesce(m.parent_id, m.id)
              WHERE mn.uid <> m.sender
                AND NOT coalesce((SELECT mn.uid = ANY (v.mentions) FROM message_versions v
-                                  WHERE v.app = $1 AND v.message_id = x.id AND v.at < x.at AND v.mentions IS NOT NULL
+                                  WHERE v.app = \(app) AND v.message_id = x.id AND v.at < x.at AND v.mentions IS NOT NULL
                                   ORDER BY v.at DESC LIMIT 1), false)
                AND CASE WHEN m.group_id IS NULL THEN mn.uid IN (m.user_a, m.user_b)
                         ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                        WHERE g.app = $1 AND g.group_id = m.group_id AND g.uid = mn.uid), false) END
-            """, [app, withMentions.map(\.edit.id), withMentions.map(\.edit.editedAt)])
+                                        WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = mn.uid), false) END
+            """)
         var jobs: [JobRow] = []
         for row in rows {
             let item = withMentions[try row.decode("n", as: Int.self) - 1]
@@ -125,12 +125,12 @@ struct Fanout {
             WITH m AS (
                 -- each message with its set: the members of its group in its thread, or its peer
                 SELECT m.*, CASE WHEN m.group_id IS NULL THEN m.id ELSE m.group_id || chr(31) || coalesce(m.parent_id, m.id) END AS set_key
-                  FROM unnest($2::text[]) AS x(id)
+                  FROM unnest(\(created.map(\.message.id))::text[]) AS x(id)
                   -- one message at a time through its key (OFFSET 0 keeps the planner from turning the
                   -- thread check into a scan of every thread); a deleted thread or group notifies nobody
                   CROSS JOIN LATERAL (SELECT * FROM messages m
-                                       WHERE m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
-                                         AND EXISTS (SELECT 1 FROM threads t WHERE t.app = $1
+                                       WHERE m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
+                                         AND EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app)
                                                         AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL)
                                       OFFSET 0) m
             ),
@@ -138,7 +138,7 @@ struct Fanout {
             -- (each through its key: a join could scan the app's events)
             t AS MATERIALIZED (
                 SELECT m.id, m.parent_id,
-                       coalesce((SELECT e.received_at FROM events e WHERE e.app = $1 AND e.source = m.event_source AND e.id = m.event_id),
+                       coalesce((SELECT e.received_at FROM events e WHERE e.app = \(app) AND e.source = m.event_source AND e.id = m.event_id),
                                 herald_now_ms()) AS herald_at
                   FROM m
             ),
@@ -149,9 +149,9 @@ struct Fanout {
                 SELECT jsonb_object_agg(w.thread_id || chr(31) || w.uid, w.opened_at || ' ' || w.ends_at) AS map
                   FROM (SELECT DISTINCT t.parent_id FROM t WHERE t.parent_id IS NOT NULL) k
                  CROSS JOIN LATERAL (SELECT DISTINCT ON (w.uid) w.thread_id, w.uid, w.opened_at, w.ends_at FROM digest_windows w
-                                      WHERE w.app = $1 AND w.thread_id = k.parent_id
+                                      WHERE w.app = \(app) AND w.thread_id = k.parent_id
                                         AND w.ends_at > (SELECT min(t.herald_at) FROM t)
-                                        AND w.uid COLLATE "C" > coalesce($3::text, '') COLLATE "C"
+                                        AND w.uid COLLATE "C" > coalesce(\(after)::text, '') COLLATE "C"
                                       ORDER BY w.uid, w.ends_at DESC OFFSET 0) w
             ),
             -- the levels of the messages' conversations (SPEC §18), read once for the whole set of
@@ -160,8 +160,8 @@ struct Fanout {
             -- planner could turn into a scan of the levels per recipient (W1: 2.6 times slower)
             levels AS MATERIALIZED (
                 SELECT jsonb_object_agg(l.conversation_id || chr(31) || l.uid, l.level) AS map FROM conversation_levels l
-                 WHERE l.app = $1 AND l.conversation_id IN (SELECT m.conversation_id FROM m)
-                   AND l.uid COLLATE "C" > coalesce($3::text, '') COLLATE "C"
+                 WHERE l.app = \(app) AND l.conversation_id IN (SELECT m.conversation_id FROM m)
+                   AND l.uid COLLATE "C" > coalesce(\(after)::text, '') COLLATE "C"
             ),
             -- a group's members and their state in a thread, read once per (group, thread) however
             -- many of the messages share it, each member's rows through their keys (OFFSET 0), so no
@@ -179,24 +179,24 @@ struct Fanout {
                            array_agg((SELECT wn.map ->> (k.thread_id || chr(31) || g.uid) FROM windows wn)) AS digest_window,
                            array_agg((SELECT lv.map ->> (k.conversation_id || chr(31) || g.uid) FROM levels lv)) AS level
                       FROM (SELECT g.uid FROM group_members g
-                             WHERE \(Fanout.groupWalk("g", group: "k.group_id", after: "$3")) AND g.joined_at > coalesce(g.removed_at, -1)
-                             ORDER BY g.uid COLLATE "C" LIMIT $4) g
+                             WHERE \(Fanout.groupWalk("g", group: "k.group_id", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
+                             ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g
                       LEFT JOIN LATERAL (SELECT * FROM subscriptions s
-                                          WHERE s.app = $1 AND s.uid = g.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true
-                      LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid OFFSET 0) up ON true
-                      LEFT JOIN LATERAL (\(Fanout.mutedUntilOf(uid: "g.uid", group: "k.group_id", other: "NULL")) OFFSET 0) mu(until) ON true
+                                          WHERE s.app = \(app) AND s.uid = g.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true
+                      LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid OFFSET 0) up ON true
+                      LEFT JOIN LATERAL (\(Fanout.mutedUntilOf(uid: "g.uid", group: "k.group_id", other: "NULL", app: "\(app)")) OFFSET 0) mu(until) ON true
                  ) x
             ),
             -- the peer of each one-on-one message, a set of one
             one AS MATERIALIZED (
                 SELECT m.set_key, o.uid, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, up.preferences::text AS preferences,
-                       \(Fanout.mutedUntilOf(uid: "o.uid", group: "NULL", other: "m.sender")) AS muted_until,
+                       \(Fanout.mutedUntilOf(uid: "o.uid", group: "NULL", other: "m.sender", app: "\(app)")) AS muted_until,
                        (SELECT wn.map ->> (coalesce(m.parent_id, m.id) || chr(31) || o.uid) FROM windows wn) AS digest_window,
                        (SELECT lv.map ->> (m.conversation_id || chr(31) || o.uid) FROM levels lv) AS level
                   FROM m CROSS JOIN LATERAL (SELECT CASE WHEN m.user_a = m.sender THEN m.user_b ELSE m.user_a END AS uid) o
                   LEFT JOIN LATERAL (SELECT * FROM subscriptions s
-                                      WHERE s.app = $1 AND s.uid = o.uid AND s.thread_id = coalesce(m.parent_id, m.id) OFFSET 0) s ON true
-                  LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = $1 AND up.uid = o.uid OFFSET 0) up ON true
+                                      WHERE s.app = \(app) AND s.uid = o.uid AND s.thread_id = coalesce(m.parent_id, m.id) OFFSET 0) s ON true
+                  LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = \(app) AND up.uid = o.uid OFFSET 0) up ON true
                  WHERE m.group_id IS NULL AND m.user_a <> m.user_b
             )
             -- Four kinds of rows, so that what several messages share is read and sent once: 'g' a
@@ -215,8 +215,8 @@ struct Fanout {
               FROM m
             UNION ALL
             SELECT 'n', NULL, m.id, NULL, mn.uid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-              FROM m CROSS JOIN LATERAL (SELECT mn.uid FROM mentions mn WHERE mn.app = $1 AND mn.message_id = m.id AND mn.at = m.sent_at OFFSET 0) mn
-            """, [app, created.map(\.message.id), after, limit])
+              FROM m CROSS JOIN LATERAL (SELECT mn.uid FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at OFFSET 0) mn
+            """)
         guard !rows.isEmpty else { return (nil, 0) }
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         /// A member of a set, decoded once however many of the messages it hears.
@@ -301,15 +301,15 @@ struct Fanout {
             // The rare path (a catch-up, a batch run again): the (event, recipient) pairs that have
             // a job already are left out first, then the rest are blocked as below.
             let kept = try connection.query("""
-                SELECT x.n FROM unnest($2::text[], $3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS x(message_id, recipient, source, event, n)
+                SELECT x.n FROM unnest(\(jobs.map { $0.created.message.id })::text[], \(jobs.map { $0.recipient })::text[], \(jobs.map(source))::text[], \(jobs.map(event))::text[]) WITH ORDINALITY AS x(message_id, recipient, source, event, n)
                  WHERE NOT EXISTS (SELECT 1 FROM job_blocks b
-                                    WHERE b.app = $1 AND b.message_id = x.message_id AND b.event_source IS NOT DISTINCT FROM x.source
+                                    WHERE b.app = \(app) AND b.message_id = x.message_id AND b.event_source IS NOT DISTINCT FROM x.source
                                       AND b.event_id IS NOT DISTINCT FROM x.event AND x.recipient = ANY (b.recipients))
                    AND NOT EXISTS (SELECT 1 FROM job_rows r
-                                    WHERE r.app = $1 AND r.message_id = x.message_id AND r.recipient = x.recipient
+                                    WHERE r.app = \(app) AND r.message_id = x.message_id AND r.recipient = x.recipient
                                       AND r.event_source IS NOT DISTINCT FROM x.source AND r.event_id IS NOT DISTINCT FROM x.event)
                  ORDER BY x.n
-                """, [app, jobs.map { $0.created.message.id }, jobs.map { $0.recipient }, jobs.map(source), jobs.map(event)])
+                """)
             jobs = try kept.map { jobs[try $0.decode(0, as: Int.self) - 1] }
             guard !jobs.isEmpty else { return 0 }
         }
@@ -340,14 +340,13 @@ struct Fanout {
         }
         try connection.query("""
             INSERT INTO job_blocks (app, message_id, event_source, event_id, event_type, stop, recipients, reasons, privacy)
-            SELECT $1, b.message_id, b.source, b.event, b.type, b.stop,
-                   ($7::text[])[b.last - b.stop + 1:b.last], ($8::smallint[])[b.last - b.stop + 1:b.last],
-                   ($9::boolean[])[b.last - b.stop + 1:b.last]
-              FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::integer[], $10::integer[])
+            SELECT \(app), b.message_id, b.source, b.event, b.type, b.stop,
+                   (\(recipients)::text[])[b.last - b.stop + 1:b.last], (\(reasons)::smallint[])[b.last - b.stop + 1:b.last],
+                   (\(privacy)::boolean[])[b.last - b.stop + 1:b.last]
+              FROM unnest(\(blocks.map { $0.first.created.message.id })::text[], \(blocks.map { source($0.first) })::text[], \(blocks.map { event($0.first) })::text[], \(blocks.map { type($0.first) })::text[], \(bounds)::integer[], \(blocks.map { $0.members.count })::integer[])
                    WITH ORDINALITY AS b(message_id, source, event, type, last, stop, n)
              ORDER BY b.n   -- block ids (and so job ids and claim order) follow the order given
-            """, [app, blocks.map { $0.first.created.message.id }, blocks.map { source($0.first) }, blocks.map { event($0.first) },
-                  blocks.map { type($0.first) }, bounds, recipients, reasons, privacy, blocks.map { $0.members.count }])
+            """)
         return jobs.count
     }
 
@@ -358,7 +357,7 @@ struct Fanout {
 
     /// The SQL of one recipient's level for a conversation (`uid` and `conversation` are SQL
     /// expressions), for the paths that route one recipient at a time.
-    static func levelOf(uid: String, conversation: String, app: String = "$1") -> String {
+    static func levelOf(uid: SQL, conversation: SQL, app: SQL) -> SQL {
         "(SELECT cl.level FROM conversation_levels cl WHERE cl.app = \(app) AND cl.uid = \(uid) AND cl.conversation_id = \(conversation))"
     }
 
@@ -370,7 +369,7 @@ struct Fanout {
     /// (SPEC §1: a uid has at least one character), never `after IS NULL OR uid > after`, which a
     /// generic plan keeps as a filter — each chunk of a walk then read the group from its start
     /// (W3 after W1 in `make bench`: 4.6 s). `alias` is the group_members alias; the rest SQL.
-    static func groupWalk(_ alias: String, group: String, after: String, app: String = "$1") -> String {
+    static func groupWalk(_ alias: SQL, group: SQL, after: SQL, app: SQL) -> SQL {
         """
         ARRAY[\(alias).app, \(alias).group_id] = ARRAY[\(app)::text, \(group)]
                                    AND \(alias).uid COLLATE "C" > coalesce(\(after)::text, '') COLLATE "C"
@@ -379,7 +378,7 @@ struct Fanout {
 
     /// The SQL of the end of one recipient's mute of a message's conversation (SPEC §7.3): a
     /// group's by its id, a one-on-one chat's by the other user (`other`: the sender, the reactor).
-    static func mutedUntilOf(uid: String, group: String, other: String, app: String = "$1") -> String {
+    static func mutedUntilOf(uid: SQL, group: SQL, other: SQL, app: SQL) -> SQL {
         """
         (SELECT mu.until FROM user_mutes mu
           WHERE mu.app = \(app) AND mu.uid = \(uid)

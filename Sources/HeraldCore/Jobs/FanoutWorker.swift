@@ -47,13 +47,13 @@ public final class FanoutWorker: Sendable {
     public func runTask() throws -> Bool {
         let rows = try database.withConnection { connection in
             try connection.query("""
-                UPDATE fanout_tasks t SET lease_until = herald_now_ms() + $1::bigint * 1000, updated_at = herald_now_ms()
+                UPDATE fanout_tasks t SET lease_until = herald_now_ms() + \(leaseSeconds)::bigint * 1000, updated_at = herald_now_ms()
                   FROM (SELECT app, id FROM fanout_tasks
                          WHERE NOT done AND (lease_until IS NULL OR lease_until < herald_now_ms())
                          ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
                  WHERE t.app = picked.app AND t.id = picked.id
                 RETURNING t.app, t.id, t.event_source, t.event_id, t.event_type, t.message_id, t.subject_id, t.after_uid
-                """, [leaseSeconds])
+                """)
         }
         guard let row = rows.first else { return false }
         let app = try row.decode("app", as: String.self)
@@ -88,7 +88,7 @@ public final class FanoutWorker: Sendable {
                 }) { _, connection -> Bool in
                     // Fencing: the chunk counts only if the task is still where this worker left it.
                     let current = try connection.query(
-                        "SELECT after_uid, done FROM fanout_tasks WHERE app = $1 AND id = $2 FOR UPDATE", [app, taskID])
+                        "SELECT after_uid, done FROM fanout_tasks WHERE app = \(app) AND id = \(taskID) FOR UPDATE")
                     guard let state = current.first, try state.decode("done", as: Bool.self) == false,
                           try state.decode("after_uid", as: String?.self) == after else { return true }
                     let settings = try PreferenceStore().settings(app: app, on: connection)
@@ -96,8 +96,7 @@ public final class FanoutWorker: Sendable {
                     switch kind {
                     case .message:
                         guard let message = try StoredMessage.load(app: app, id: messageID, on: connection) else {
-                            try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = $1 AND id = $2",
-                                                 [app, taskID])
+                            try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = \(app) AND id = \(taskID)")
                             return true // deleted meanwhile: nothing to notify
                         }
                         (last, count) = try Fanout(app: app, jobsMayExist: false).produce([Fanout.Created(event: event, message: message)], settings: settings,
@@ -117,10 +116,10 @@ public final class FanoutWorker: Sendable {
                                                              on: connection)
                     }
                     try connection.query("""
-                        UPDATE fanout_tasks SET after_uid = coalesce($3, after_uid), done = $4,
-                                                lease_until = herald_now_ms() + $5::bigint * 1000, updated_at = herald_now_ms()
-                         WHERE app = $1 AND id = $2
-                        """, [app, taskID, last, last == nil, leaseSeconds])
+                        UPDATE fanout_tasks SET after_uid = coalesce(\(last), after_uid), done = \(last == nil),
+                                                lease_until = herald_now_ms() + \(leaseSeconds)::bigint * 1000, updated_at = herald_now_ms()
+                         WHERE app = \(app) AND id = \(taskID)
+                        """)
                     after = last ?? after
                     produced = count
                     return last == nil
@@ -145,14 +144,12 @@ extension FanoutWorker {
 enum StoredMessage {
     /// The thread and group of a reaction whose message Herald has not seen.
     static func reactionThread(app: String, reaction: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
-        guard let row = try connection.query("SELECT coalesce(parent_id, message_id) AS thread_id, group_id FROM reactions WHERE app = $1 AND id = $2",
-                                             [app, reaction]).first else { return nil }
+        guard let row = try connection.query("SELECT coalesce(parent_id, message_id) AS thread_id, group_id FROM reactions WHERE app = \(app) AND id = \(reaction)").first else { return nil }
         return (try row.decode("thread_id", as: String.self), try row.decode("group_id", as: String?.self))
     }
 
     static func thread(app: String, id: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
-        guard let row = try connection.query("SELECT coalesce(parent_id, id) AS thread_id, group_id FROM messages WHERE app = $1 AND id = $2",
-                                             [app, id]).first else { return nil }
+        guard let row = try connection.query("SELECT coalesce(parent_id, id) AS thread_id, group_id FROM messages WHERE app = \(app) AND id = \(id)").first else { return nil }
         return (try row.decode("thread_id", as: String.self), try row.decode("group_id", as: String?.self))
     }
 
@@ -163,8 +160,8 @@ enum StoredMessage {
                    m.quoted_sender, m.send_notification
               FROM messages m
               JOIN threads t ON t.app = m.app AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL
-             WHERE m.app = $1 AND m.id = $2 AND m.created_seen AND m.deleted_at IS NULL
-            """, [app, id])
+             WHERE m.app = \(app) AND m.id = \(id) AND m.created_seen AND m.deleted_at IS NULL
+            """)
         guard let row = rows.first else { return nil }
         let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
             ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))

@@ -47,9 +47,9 @@ enum JobBlocks {
         for row in try connection.query("""
             SELECT k.block, k.acked::text AS acked, k.moved::text AS moved, b.claimed
               FROM job_block_marks k JOIN job_blocks b ON b.id = k.block
-             WHERE k.block = ANY ($2::bigint[]) AND b.app = $1
+             WHERE k.block = ANY (\(wanted)::bigint[]) AND b.app = \(app)
              ORDER BY k.block FOR UPDATE OF k
-            """, [app, wanted]) {
+            """) {
             marks[try row.decode("block", as: Int64.self)] = Marks(acked: Bits(text: try row.decode("acked")),
                                                                   moved: Bits(text: try row.decode("moved")),
                                                                   claimed: try row.decode("claimed"))
@@ -76,7 +76,7 @@ enum JobBlocks {
         guard !jobs.isEmpty else { return }
         try connection.query("""
             WITH x AS (
-                SELECT * FROM unnest($1::bigint[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[])
+                SELECT * FROM unnest(\(jobs.map(\.id))::bigint[], \(jobs.map(\.state.rawValue))::text[], \(jobs.map(\.attempt))::int[], \(jobs.map(\.delay))::bigint[], \(jobs.map(\.error))::text[], \(jobs.map(\.done))::text[])
                               AS x(id, state, attempt, delay, error, done)
             ), moved AS (
                 INSERT INTO job_rows (id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy,
@@ -92,7 +92,7 @@ enum JobBlocks {
             UPDATE job_block_marks k SET moved = k.moved | m.mask
               FROM (SELECT x.id / 1024 AS block, bit_or(herald_bit((x.id % 1024)::int + 1)) AS mask FROM x GROUP BY 1) m
              WHERE k.block = m.block
-            """, [jobs.map(\.id), jobs.map(\.state.rawValue), jobs.map(\.attempt), jobs.map(\.delay), jobs.map(\.error), jobs.map(\.done)])
+            """)
         try endSettledLeases(blocks: jobs.map { place($0.id).block }, on: connection)
     }
 
@@ -100,9 +100,9 @@ enum JobBlocks {
     static func endSettledLeases(blocks: [Int64], on connection: PostgresConnection) throws {
         try connection.query("""
             DELETE FROM job_leases l USING job_block_marks k
-             WHERE k.block = ANY ($1::bigint[]) AND l.block = k.block
+             WHERE k.block = ANY (\(Array(Set(blocks)))::bigint[]) AND l.block = k.block
                AND bit_count(substring(k.acked | k.moved FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
-            """, [Array(Set(blocks))])
+            """)
     }
 }
 

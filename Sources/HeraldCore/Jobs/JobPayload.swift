@@ -98,7 +98,7 @@ struct JobPayload {
     /// The `traceparent` column of a job source: the trace of the event that produced the job
     /// `alias` (its own event, or when it names none — a block — its message's creation), stored
     /// once with the event (`sql/0025_event_traceparent.sql`), not with each job.
-    static func traceOf(_ alias: String) -> String {
+    static func traceOf(_ alias: SQL) -> SQL {
         """
         (SELECT e.traceparent
            FROM (SELECT \(alias).event_source, \(alias).event_id WHERE \(alias).event_source IS NOT NULL
@@ -114,7 +114,7 @@ struct JobPayload {
     /// each job `j` and its message `m` (a clear job's thread root, or a reacted message, which may
     /// not have arrived); a reaction's job its reaction `r`, a member action's its action `a`
     /// (each looked up only for its kind of job).
-    static func from(_ source: String) -> String {
+    static func from(_ source: SQL) -> SQL {
         """
         \(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id
         LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
@@ -127,7 +127,7 @@ struct JobPayload {
     }
 
     /// The select list that `init(row:)` reads by name, over `from(…)`.
-    static let columns = """
+    static let columns: SQL = """
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,

@@ -41,9 +41,9 @@ enum JobQueue {
         }
     }
 
-    /// The FROM item `y` of an UPDATE of `job_rows j` (`WHERE \(leasedMatch)`): the leased jobs of
-    /// app `$1` named by the (id, attempt) pairs `$2`, `$3`, with the other arrays of `extra`
-    /// (`$4::bigint[] AS delay`, …) beside them.
+    /// The FROM item `y` of an UPDATE of `job_rows j` (`WHERE \(leasedMatch(app:))`): the leased
+    /// jobs of `app` named by the (id, attempt) pairs `ids`, `attempts`, with the other arrays of
+    /// `extra` (`\(delays)::bigint[]` named `delay`, …) beside them.
     ///
     /// Each pair is one probe of the primary key (`id` alone inside `OFFSET 0`, so no other
     /// index can be chosen), and each row found one TID lookup, whatever the statistics say.
@@ -52,13 +52,16 @@ enum JobQueue {
     /// `jobs_leased` that rescanned the pairs for every leased job (300 ms per 1,000 acks); and a
     /// probe on `app = $1 AND id = …`, planned for an app newer than the statistics as a scan of
     /// the app's every job through the index led by `app` (80 ms per job acked, W5 of make bench).
-    static func leased(extra: [(parameter: String, name: String)] = []) -> String {
-        """
-        (SELECT t.ctid AS row, x.attempt\(extra.map { ", x." + $0.name }.joined())
-           FROM unnest($2::bigint[], $3::int[]\(extra.map { ", " + $0.parameter }.joined()))
-                AS x(id, attempt\(extra.map { ", " + $0.name }.joined()))
+    static func leased(app: String, ids: [Int64], attempts: [Int], extra: [(array: SQL, name: SQL)] = []) -> SQL {
+        let names = SQL.joined(extra.map { ", x.\($0.name)" }, separator: "")
+        let arrays = SQL.joined(extra.map { ", \($0.array)" }, separator: "")
+        let columns = SQL.joined(extra.map { ", \($0.name)" }, separator: "")
+        return """
+        (SELECT t.ctid AS row, x.attempt\(names)
+           FROM unnest(\(ids)::bigint[], \(attempts)::int[]\(arrays))
+                AS x(id, attempt\(columns))
           CROSS JOIN LATERAL (SELECT ctid, app, attempt, state FROM job_rows WHERE id = x.id OFFSET 0) t
-          WHERE t.app = $1 AND t.attempt = x.attempt AND t.state = 'leased') y
+          WHERE t.app = \(app) AND t.attempt = x.attempt AND t.state = 'leased') y
         """
     }
 
@@ -67,7 +70,9 @@ enum JobQueue {
     /// that another transaction changed meanwhile (a lease that expired and was claimed again:
     /// the stale ack must not touch it); written as a CASE so that it cannot make `jobs_leased`
     /// usable for `j` and bring back the first slow plan.
-    static let leasedMatch = "j.ctid = y.row AND CASE WHEN j.app = $1 AND j.state = 'leased' THEN j.attempt END = y.attempt"
+    static func leasedMatch(app: String) -> SQL {
+        "j.ctid = y.row AND CASE WHEN j.app = \(app) AND j.state = 'leased' THEN j.attempt END = y.attempt"
+    }
 
     /// Exponential backoff from 1 s, capped at 5 minutes, with "equal jitter".
     static func backoffMs(attempt: Int) -> Int64 {
@@ -77,7 +82,7 @@ enum JobQueue {
     }
 
     /// The columns of a job row (`job_rows`, and the `jobs` view's rows) that `JobPayload` reads.
-    static let rowColumns = """
+    static let rowColumns: SQL = """
         id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy, badge, state, attempt,
         created_at, available_at, lease_until, last_error, updated_at, kind, exclude_device, clear_ids, template_reason,
         subject_id, sync_at, sync_by, digest_count, digest_senders, delivered_devices
@@ -89,13 +94,13 @@ enum JobQueue {
     static func nextDue(apps: [String], on connection: PostgresConnection) throws -> Double? {
         let rows = try connection.query("""
             SELECT min(least(r.at, l.at, b.at)) - herald_now_ms()
-              FROM unnest($1::text[]) AS a(app)
+              FROM unnest(\(apps)::text[]) AS a(app)
               LEFT JOIN LATERAL (SELECT j.available_at AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'ready'
                                   ORDER BY j.available_at LIMIT 1) r ON true
               LEFT JOIN LATERAL (SELECT j.lease_until AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'leased'
                                   ORDER BY j.lease_until LIMIT 1) l ON true
               LEFT JOIN LATERAL (SELECT l.until AS at FROM job_leases l WHERE l.app = a.app ORDER BY l.until LIMIT 1) b ON true
-            """, [apps])
+            """)
         guard let milliseconds = try rows.first?.decode(0, as: Int64?.self) else { return nil }
         return Double(max(milliseconds, 0)) / 1000
     }
@@ -105,7 +110,7 @@ enum JobQueue {
     /// statements: the claim, and the payloads of what it leased.
     static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
         var rowIDs: [Int64] = [], blocks: [Int64] = [], firsts: [Int] = [], lasts: [Int] = []
-        for row in try connection.query("SELECT row_id, block, first, last FROM herald_claim_jobs($1, $2, $3)", [app, max, leaseSeconds]) {
+        for row in try connection.query("SELECT row_id, block, first, last FROM herald_claim_jobs(\(app), \(max), \(leaseSeconds))") {
             if let block = try row.decode("block", as: Int64?.self) {
                 blocks.append(block)
                 firsts.append(try row.decode("first"))
@@ -117,7 +122,7 @@ enum JobQueue {
         guard !rowIDs.isEmpty || !blocks.isEmpty else { return [] }
         let rows = try connection.query("""
             WITH claimed AS (
-                SELECT \(rowColumns), \(JobPayload.traceOf("job_rows")) FROM job_rows WHERE app = $1 AND id = ANY ($2::bigint[])
+                SELECT \(rowColumns), \(JobPayload.traceOf("job_rows")) FROM job_rows WHERE app = \(app) AND id = ANY (\(rowIDs)::bigint[])
                 UNION ALL
                 -- a range of a block: slices of its arrays, each read once (not the whole block
                 -- unnested, nor an array subscript per job, which would detoast it every time)
@@ -125,7 +130,7 @@ enum JobQueue {
                        herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
                        NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
                        NULL::integer, NULL::text[], NULL::text[], t.traceparent
-                  FROM unnest($3::bigint[], $4::int[], $5::int[]) AS r(block, first, last)
+                  FROM unnest(\(blocks)::bigint[], \(firsts)::int[], \(lasts)::int[]) AS r(block, first, last)
                   JOIN job_blocks b ON b.id = r.block
                   -- the event's trace, looked up once per block, not per job
                   LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b"))) t ON true
@@ -135,7 +140,7 @@ enum JobQueue {
             SELECT \(JobPayload.columns)
               FROM \(JobPayload.from("claimed"))
              ORDER BY j.id
-            """, [app, rowIDs, blocks, firsts, lasts])
+            """)
         return try rows.map { try JobPayload(row: $0) }
     }
 
@@ -173,21 +178,21 @@ enum JobQueue {
             try connection.query("""
                 WITH u AS (
                     UPDATE job_block_marks k SET acked = k.acked | x.mask::bit(1024)
-                      FROM unnest($1::bigint[], $2::text[]) AS x(block, mask)
+                      FROM unnest(\(order)::bigint[], \(order.map { changed[$0]!.text })::text[]) AS x(block, mask)
                      WHERE k.block = x.block
                     RETURNING k.block, k.acked | k.moved AS done
                 )
                 DELETE FROM job_leases l USING u
                  WHERE l.block = u.block AND bit_count(substring(u.done FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
-                """, [order, order.map { changed[$0]!.text }])
+                """)
         }
         var pairs: [(uid: String, id: String)] = []
         let refused = acks.filter { !$0.invalidDevices.isEmpty && acked.contains($0.id) }
         if !refused.isEmpty {
             let rows = try connection.query("""
                 SELECT x.id, b.recipients[(x.id % 1024)::int + 1] AS recipient
-                  FROM unnest($1::bigint[]) AS x(id) JOIN job_blocks b ON b.id = x.id / 1024
-                """, [refused.map(\.id)])
+                  FROM unnest(\(refused.map(\.id))::bigint[]) AS x(id) JOIN job_blocks b ON b.id = x.id / 1024
+                """)
             var recipients: [Int64: String] = [:]
             for row in rows { recipients[try row.decode("id", as: Int64.self)] = try row.decode("recipient", as: String.self) }
             for ack in refused { for device in ack.invalidDevices { if let uid = recipients[ack.id] { pairs.append((uid, device)) } } }
@@ -196,10 +201,10 @@ enum JobQueue {
         if !rowAcks.isEmpty {
             let rows = try connection.query("""
                 UPDATE job_rows j SET state = 'acked', lease_until = NULL, updated_at = herald_now_ms()
-                  FROM \(leased())
-                 WHERE \(leasedMatch)
+                  FROM \(leased(app: app, ids: rowAcks.map(\.id), attempts: rowAcks.map(\.attempt)))
+                 WHERE \(leasedMatch(app: app))
                 RETURNING j.id, j.recipient
-                """, [app, rowAcks.map(\.id), rowAcks.map(\.attempt)])
+                """)
             var invalid: [Int64: [String]] = [:]
             for ack in rowAcks where !ack.invalidDevices.isEmpty { invalid[ack.id, default: []].append(contentsOf: ack.invalidDevices) }
             for row in rows {
@@ -242,14 +247,14 @@ enum JobQueue {
                                   delivered_devices = CASE WHEN y.done IS NULL THEN j.delivered_devices
                                                            ELSE coalesce(j.delivered_devices, '{}')
                                                                 || ARRAY(SELECT json_array_elements_text(y.done::json)) END
-                  FROM \(leased(extra: [("$4::bigint[]", "delay"), ("$5::boolean[]", "dead"), ("$6::text[]", "error"),
-                                      ("$7::text[]", "done")]))
-                 WHERE \(leasedMatch)
+                  FROM \(leased(app: app, ids: rowFailures.map(\.id), attempts: rowFailures.map(\.attempt), extra: [
+                      ("\(rowFailures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) })::bigint[]", "delay"),
+                      ("\(rowFailures.map { !$0.retryable || $0.attempt >= maxAttempts })::boolean[]", "dead"),
+                      ("\(rowFailures.map { Self.clean($0.error) })::text[]", "error"),
+                      ("\(rowFailures.map(\.doneJSON))::text[]", "done")]))
+                 WHERE \(leasedMatch(app: app))
                 RETURNING j.id, j.state
-                """, [app, rowFailures.map(\.id), rowFailures.map(\.attempt),
-                      rowFailures.map { $0.retryAfterMs ?? backoffMs(attempt: $0.attempt) },
-                      rowFailures.map { !$0.retryable || $0.attempt >= maxAttempts },
-                      rowFailures.map { Self.clean($0.error) }, rowFailures.map(\.doneJSON)])
+                """)
             for row in rows { states[try row.decode(0, as: Int64.self)] = State(rawValue: try row.decode(1, as: String.self)) }
         }
         if states.values.contains(.ready) { try announce(app: app, on: connection) }
@@ -262,7 +267,7 @@ enum JobQueue {
     /// Tells the claims waiting on every instance that jobs of `app` are (or will be) ready
     /// without an insert: a release, a retry, a requeue (NOTIFY, sent at commit).
     static func announce(app: String, on connection: PostgresConnection) throws {
-        try connection.query("SELECT pg_notify('herald_jobs', $1)", [app])
+        try connection.query("SELECT pg_notify('herald_jobs', \(app))")
     }
 
     /// Gives leased jobs back untouched, as if never claimed (a delivery that stopped before
@@ -281,9 +286,9 @@ enum JobQueue {
         if !rowJobs.isEmpty {
             released += try connection.query("""
                 UPDATE job_rows j SET state = 'ready', attempt = j.attempt - 1, lease_until = NULL, updated_at = herald_now_ms()
-                  FROM \(leased())
-                 WHERE \(leasedMatch)
-                """, [app, rowJobs.map(\.id), rowJobs.map(\.attempt)]).affectedRows
+                  FROM \(leased(app: app, ids: rowJobs.map(\.id), attempts: rowJobs.map(\.attempt)))
+                 WHERE \(leasedMatch(app: app))
+                """).affectedRows
         }
         if released > 0 { try announce(app: app, on: connection) }
     }

@@ -129,14 +129,14 @@ enum JobsAPI {
         return .json(FailResult(dead: deadCount, retrying: retrying, stale: items.map(\.0).filter { states[$0] == nil }))
     }
 
-    /// The queue's counts, of one app (`$1`) or of all (`app` nil): ready (including expired
+    /// The queue's counts, of one app or of all (`app` nil): ready (including expired
     /// leases), leased, retrying (waiting for their backoff), dead, and the oldest ready job's
     /// age in ms. From the row jobs in state ready, leased or dead, the blocks with jobs left to
     /// claim (`stop - claimed` each), and the lease ranges (their positions neither acked nor
     /// moved). Shared by the stats route and `/metrics`.
-    static func queueCounts(oneApp: Bool) -> String {
-        let app = oneApp ? "app = $1 AND" : ""
-        let leaseApp = oneApp ? "WHERE l.app = $1" : ""
+    static func queueCounts(app: String?) -> SQL {
+        let appIs: SQL = app.map { "app = \($0) AND" } ?? ""
+        let leaseApp: SQL = app.map { "WHERE l.app = \($0)" } ?? ""
         return """
             SELECT r.ready + b.ready + l.expired AS ready, r.leased + l.leased AS leased, r.retrying, r.dead,
                    coalesce(herald_now_ms() - least(r.oldest, b.oldest), 0) AS oldest_ready_age_ms
@@ -146,9 +146,9 @@ enum JobsAPI {
                            count(*) FILTER (WHERE state = 'ready' AND available_at > herald_now_ms()) AS retrying,
                            count(*) FILTER (WHERE state = 'dead') AS dead,
                            min(available_at) FILTER (WHERE state = 'ready' AND available_at <= herald_now_ms()) AS oldest
-                      FROM job_rows WHERE \(app) state IN ('ready', 'leased', 'dead')) r,
+                      FROM job_rows WHERE \(appIs) state IN ('ready', 'leased', 'dead')) r,
                    (SELECT coalesce(sum(stop - claimed), 0)::bigint AS ready, min(created_at) AS oldest
-                      FROM job_blocks WHERE \(app) claimed < stop) b,
+                      FROM job_blocks WHERE \(appIs) claimed < stop) b,
                    (SELECT coalesce(sum(n) FILTER (WHERE until > herald_now_ms()), 0)::bigint AS leased,
                            coalesce(sum(n) FILTER (WHERE until <= herald_now_ms()), 0)::bigint AS expired
                       FROM (SELECT l.until, (l.last - l.first) - bit_count(substring(k.acked | k.moved FROM l.first + 1 FOR l.last - l.first)) AS n
@@ -158,7 +158,7 @@ enum JobsAPI {
 
     static func stats(_ context: RequestContext) throws -> Response {
         let rows = try context.services.database.withConnection { connection in
-            try connection.query(queueCounts(oneApp: true), [context.app])
+            try connection.query(queueCounts(app: context.app))
         }
         let row = rows[0]
         return .json(QueueStats(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"),
@@ -172,9 +172,9 @@ enum JobsAPI {
             let rows = try connection.query("""
                 SELECT \(JobPayload.columns)
                   FROM \(JobPayload.from("(SELECT job_rows.*, \(JobPayload.traceOf("job_rows")) FROM job_rows)"))
-                 WHERE j.app = $1 AND j.state = 'dead' AND ($2::bigint IS NULL OR j.id > $2)
-                 ORDER BY j.id LIMIT $3
-                """, [context.app, after, list.limit + 1])
+                 WHERE j.app = \(context.app) AND j.state = 'dead' AND (\(after)::bigint IS NULL OR j.id > \(after))
+                 ORDER BY j.id LIMIT \(list.limit + 1)
+                """)
             return try rows.map { try JobPayload(row: $0) }
         }
         let entries = jobs.map { (position: String($0.id), item: DeadJob(job: $0)) }
@@ -194,8 +194,8 @@ enum JobsAPI {
                                 updated_at = herald_now_ms(),
                                 -- a new id: a worker still holding the old one cannot ack or fail the new life
                                 id = nextval('jobs_id_seq') * 1024
-                 WHERE app = $1 AND id = ANY ($2::bigint[]) AND state = 'dead'
-                """, [context.app, ids])
+                 WHERE app = \(context.app) AND id = ANY (\(ids)::bigint[]) AND state = 'dead'
+                """)
             if rows.affectedRows > 0 { try JobQueue.announce(app: context.app, on: connection) }
             return rows
         }

@@ -26,9 +26,9 @@ enum MemberActionJobs {
         var state: State = [:]
         for row in try connection.query("""
             SELECT g.group_id, g.uid, g.joined_at, g.removed_at
-              FROM unnest($2::text[], $3::text[]) AS x(g, u)
-              CROSS JOIN LATERAL (SELECT * FROM group_members g WHERE g.app = $1 AND g.group_id = x.g AND g.uid = x.u OFFSET 0) g
-            """, [app, changes.map(\.guid), changes.map(\.uid)]) {
+              FROM unnest(\(changes.map(\.guid))::text[], \(changes.map(\.uid))::text[]) AS x(g, u)
+              CROSS JOIN LATERAL (SELECT * FROM group_members g WHERE g.app = \(app) AND g.group_id = x.g AND g.uid = x.u OFFSET 0) g
+            """) {
             state[key(group: try row.decode("group_id"), uid: try row.decode("uid"))] =
                 (try row.decode("joined_at"), try row.decode("removed_at"))
         }
@@ -73,11 +73,10 @@ enum MemberActionJobs {
         guard !due.isEmpty else { return 0 }
         try connection.query("""
             INSERT INTO member_actions (app, event_source, event_id, group_id, uid, actor, action, scope, at)
-            SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                       $9::bigint[]) AS x
+            SELECT \(app), x.* FROM unnest(\(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[], \(due.map(\.change.guid))::text[], \(due.map(\.change.uid))::text[], \(due.map(\.change.actor))::text[], \(due.map(\.change.action.rawValue))::text[], \(due.map(\.change.scope))::text[],
+                                       \(due.map(\.change.at))::bigint[]) AS x
             ON CONFLICT DO NOTHING
-            """, [app, due.map(\.event.source), due.map(\.event.id), due.map(\.change.guid), due.map(\.change.uid),
-                  due.map(\.change.actor), due.map(\.change.action.rawValue), due.map(\.change.scope), due.map(\.change.at)])
+            """)
         let large = try EventJobs.largeGroups(app: app, due.map(\.change.guid), threshold: settings.largeGroupThreshold,
                                               on: connection)
         try EventJobs.enqueue(app: app, due.filter { large.contains($0.change.guid) }.map {
@@ -100,25 +99,25 @@ enum MemberActionJobs {
         let everyone = MemberAction.allCases.filter { defaults.memberActions[$0] == .subscribe }.map(\.rawValue)
         let rows = try connection.query("""
             WITH a AS (
-                SELECT x.n, a.group_id, a.uid, a.actor, a.action, a.action = ANY ($5::text[]) AS everyone
-                  FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(source, id, n)
+                SELECT x.n, a.group_id, a.uid, a.actor, a.action, a.action = ANY (\(everyone)::text[]) AS everyone
+                  FROM unnest(\(events.map(\.source))::text[], \(events.map(\.id))::text[]) WITH ORDINALITY AS x(source, id, n)
                   -- through its key, whatever the young table's statistics say
                   CROSS JOIN LATERAL (SELECT * FROM member_actions a
-                                       WHERE a.app = $1 AND a.event_source = x.source AND a.event_id = x.id OFFSET 0) a
-                 WHERE NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = a.group_id)
+                                       WHERE a.app = \(app) AND a.event_source = x.source AND a.event_id = x.id OFFSET 0) a
+                 WHERE NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = \(app) AND d.group_id = a.group_id)
             )
             SELECT a.n, a.action, g.uid, up.preferences::text AS preferences,
                    (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = g.uid AND mu.conversation_type = 'group'
+                     WHERE mu.app = \(app) AND mu.uid = g.uid AND mu.conversation_type = 'group'
                        AND mu.conversation_id = a.group_id) AS muted_until
               FROM a CROSS JOIN LATERAL (
                     SELECT g.uid FROM group_members g
-                     WHERE \(Fanout.groupWalk("g", group: "a.group_id", after: "$4")) AND g.joined_at > coalesce(g.removed_at, -1)
+                     WHERE \(Fanout.groupWalk("g", group: "a.group_id", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
                        AND g.uid <> a.uid AND g.uid IS DISTINCT FROM a.actor
-                       AND (a.everyone OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid))
-                     ORDER BY g.uid COLLATE "C" LIMIT $6) g
-              LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = g.uid
-            """, [app, events.map(\.source), events.map(\.id), after, everyone, limit])
+                       AND (a.everyone OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid))
+                     ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g
+              LEFT JOIN user_preferences up ON up.app = \(app) AND up.uid = g.uid
+            """)
         guard !rows.isEmpty else { return (nil, 0) }
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         var last: String?

@@ -39,19 +39,19 @@ enum ReactionJobs {
         let facts = rows.map { $0.added?.reaction ?? $0.first }
         let result = try connection.query("""
             WITH input AS (
-                SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-                                     $9::text[], $10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[],
-                                     $15::text[], $16::text[])
+                SELECT * FROM unnest(\(facts.map(\.id))::text[], \(facts.map(\.messageID))::text[], \(facts.map(\.reactor))::text[], \(facts.map(\.reaction))::text[], \(facts.map(\.conversation.id))::text[], \(facts.map(\.conversation.receiverType))::text[], \(facts.map(\.conversation.groupID))::text[],
+                                     \(facts.map(\.conversation.userA))::text[], \(facts.map(\.conversation.userB))::text[], \(facts.map(\.messageSender))::text[], \(facts.map(\.parentID))::text[], \(rows.map { $0.added?.reaction.at })::bigint[], \(rows.map { $0.removed?.reaction.at })::bigint[],
+                                     \(rows.map { $0.added?.event.source })::text[], \(rows.map { $0.added?.event.id })::text[])
                     AS x(id, message_id, reactor, reaction, conversation_id, receiver_type, group_id, user_a, user_b,
                          message_sender, parent_id, added_at, removed_at, added_source, added_event_id)
             ),
             old AS (SELECT r.id, r.added_at, r.removed_at FROM input i
-                     CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = i.id OFFSET 0) r),
+                     CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = i.id OFFSET 0) r),
             up AS (
                 INSERT INTO reactions AS r (app, id, message_id, reactor, reaction, conversation_id, receiver_type, group_id,
                                             user_a, user_b, message_sender, parent_id, added_at, removed_at, added_source,
                                             added_event_id)
-                SELECT $1, i.* FROM input i
+                SELECT \(app), i.* FROM input i
                  ORDER BY i.id COLLATE "C"
                 ON CONFLICT (app, id) DO UPDATE SET
                     added_at = coalesce(r.added_at, EXCLUDED.added_at),
@@ -66,11 +66,7 @@ enum ReactionJobs {
                    o.removed_at IS NULL AND i.removed_at IS NOT NULL AS removed_fresh,
                    u.removed_at IS NULL AS live
               FROM input i JOIN up u ON u.id = i.id LEFT JOIN old o ON o.id = i.id
-            """, [app, facts.map(\.id), facts.map(\.messageID), facts.map(\.reactor), facts.map(\.reaction),
-                  facts.map(\.conversation.id), facts.map(\.conversation.receiverType), facts.map(\.conversation.groupID),
-                  facts.map(\.conversation.userA), facts.map(\.conversation.userB), facts.map(\.messageSender), facts.map(\.parentID),
-                  rows.map { $0.added?.reaction.at }, rows.map { $0.removed?.reaction.at },
-                  rows.map { $0.added?.event.source }, rows.map { $0.added?.event.id }])
+            """)
         var added: [Item] = []
         var removed: [Item] = []
         for row in result {
@@ -105,23 +101,23 @@ enum ReactionJobs {
         guard !removed.isEmpty else { return 0 }
         try connection.query("""
             UPDATE job_rows j SET state = 'cancelled', updated_at = herald_now_ms()
-              FROM unnest($2::text[]) AS x(id)
-             CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
-             WHERE j.app = $1 AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction' AND j.state = 'ready'
-            """, [app, removed.map(\.reaction.id)])
+              FROM unnest(\(removed.map(\.reaction.id))::text[]) AS x(id)
+             CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = x.id OFFSET 0) r
+             WHERE j.app = \(app) AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction' AND j.state = 'ready'
+            """)
         let due = removed.filter { !settings.isStale(eventTime: $0.reaction.at, now: now) }
         guard !due.isEmpty else { return 0 }
         return try connection.query("""
             INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
             SELECT DISTINCT ON (r.id, j.recipient)
-                   $1, r.message_id, r.id, j.recipient, x.source, x.event_id, 'reaction.removed', 'reactionRemoved', 'retract', ARRAY[r.id]
-              FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)
-             CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
-              JOIN jobs j ON j.app = $1 AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction'
+                   \(app), r.message_id, r.id, j.recipient, x.source, x.event_id, 'reaction.removed', 'reactionRemoved', 'retract', ARRAY[r.id]
+              FROM unnest(\(due.map(\.reaction.id))::text[], \(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[]) AS x(id, source, event_id)
+             CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = x.id OFFSET 0) r
+              JOIN jobs j ON j.app = \(app) AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction'
                          AND j.state IN ('leased', 'acked')
              ORDER BY r.id, j.recipient
             ON CONFLICT DO NOTHING
-            """, [app, due.map(\.reaction.id), due.map(\.event.source), due.map(\.event.id)]).affectedRows
+            """).affectedRows
     }
 
     /// Decides and inserts the jobs of the live reactions `items` (their reaction.added event and
@@ -140,26 +136,26 @@ enum ReactionJobs {
             WITH r AS (
                 SELECT x.n, r.id, r.message_id, r.reactor, r.group_id, r.user_a, r.user_b, r.added_at,
                        coalesce(m.sender, r.message_sender) AS author, coalesce(m.parent_id, r.parent_id) AS parent_id
-                  FROM unnest($2::text[]) WITH ORDINALITY AS x(id, n)
+                  FROM unnest(\(items.map(\.reactionID))::text[]) WITH ORDINALITY AS x(id, n)
                   -- one reaction at a time through its key (OFFSET 0: a young table's statistics
                   -- would otherwise have it scanned whole under the generic plan)
-                  CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = $1 AND r.id = x.id OFFSET 0) r
-                  LEFT JOIN messages m ON m.app = $1 AND m.id = r.message_id
+                  CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = x.id OFFSET 0) r
+                  LEFT JOIN messages m ON m.app = \(app) AND m.id = r.message_id
                  -- removed meanwhile, or on a message, thread or group known to be deleted: nobody
                  WHERE r.removed_at IS NULL AND m.deleted_at IS NULL
-                   AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.deleted_at IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.deleted_at IS NOT NULL
                                       AND t.parent_id = coalesce(m.parent_id, r.parent_id, r.message_id))
-                   AND NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = r.group_id)
+                   AND NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = \(app) AND d.group_id = r.group_id)
             ),
             candidates AS (
                 SELECT r.n, g.uid, g.joined_at, r.author, r.parent_id, r.group_id, r.reactor, r.added_at, r.message_id
                   FROM r CROSS JOIN LATERAL (
                         SELECT g.uid, g.joined_at FROM group_members g
-                         WHERE \(Fanout.groupWalk("g", group: "r.group_id", after: "$3")) AND g.joined_at > coalesce(g.removed_at, -1)
+                         WHERE \(Fanout.groupWalk("g", group: "r.group_id", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
                            AND g.uid <> r.reactor
-                           AND ($5::boolean OR g.uid = r.author
-                                OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = $1 AND up.uid = g.uid))
-                         ORDER BY g.uid COLLATE "C" LIMIT $4) g
+                           AND (\(defaults.group.reactions == .allMessages)::boolean OR g.uid = r.author
+                                OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid))
+                         ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g
                  WHERE r.group_id IS NOT NULL
                 UNION ALL
                 SELECT r.n, CASE WHEN r.user_a = r.reactor THEN r.user_b ELSE r.user_a END, NULL, r.author, r.parent_id, NULL,
@@ -170,17 +166,17 @@ enum ReactionJobs {
                    -- access at the reaction's time: a current member whose latest evidence is no
                    -- later than it was one then; otherwise the history decides
                    CASE WHEN c.group_id IS NULL OR c.added_at >= c.joined_at THEN true
-                        ELSE herald_member_at($1, c.group_id, c.uid, c.added_at) END AS has_access,
+                        ELSE herald_member_at(\(app), c.group_id, c.uid, c.added_at) END AS has_access,
                    c.added_at, s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
                    up.preferences::text AS preferences,
                    (SELECT mu.until FROM user_mutes mu
-                     WHERE mu.app = $1 AND mu.uid = c.uid
+                     WHERE mu.app = \(app) AND mu.uid = c.uid
                        AND mu.conversation_type = CASE WHEN c.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
                        AND mu.conversation_id = coalesce(c.group_id, c.reactor)) AS muted_until
               FROM candidates c
-              LEFT JOIN subscriptions s ON c.parent_id IS NOT NULL AND s.app = $1 AND s.uid = c.uid AND s.thread_id = c.parent_id
-              LEFT JOIN user_preferences up ON up.app = $1 AND up.uid = c.uid
-            """, [app, items.map(\.reactionID), after, limit, defaults.group.reactions == .allMessages])
+              LEFT JOIN subscriptions s ON c.parent_id IS NOT NULL AND s.app = \(app) AND s.uid = c.uid AND s.thread_id = c.parent_id
+              LEFT JOIN user_preferences up ON up.app = \(app) AND up.uid = c.uid
+            """)
         guard !rows.isEmpty else { return (nil, 0) }
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         var last: String?

@@ -24,17 +24,17 @@ enum Retractions {
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""
             INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
-            SELECT $1, x.id, j.recipient, x.source, x.event_id, 'message.deleted', 'deleted', 'retract',
+            SELECT \(app), x.id, j.recipient, x.source, x.event_id, 'message.deleted', 'deleted', 'retract',
                    (array_agg(DISTINCT coalesce(j.subject_id, m.id) ORDER BY coalesce(j.subject_id, m.id) DESC))[1:\(maxCollapseIDs)]
-              FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)
-             CROSS JOIN LATERAL (SELECT id FROM messages WHERE app = $1 AND id = x.id
-                                 UNION SELECT id FROM messages WHERE app = $1 AND parent_id = x.id) m
+              FROM unnest(\(due.map(\.message.id))::text[], \(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[]) AS x(id, source, event_id)
+             CROSS JOIN LATERAL (SELECT id FROM messages WHERE app = \(app) AND id = x.id
+                                 UNION SELECT id FROM messages WHERE app = \(app) AND parent_id = x.id) m
               -- notifications of the messages and of reactions to them (whose collapse id is the reaction's)
-              JOIN jobs j ON j.app = $1 AND j.message_id = m.id AND (j.kind IS NULL OR j.kind = 'reaction')
+              JOIN jobs j ON j.app = \(app) AND j.message_id = m.id AND (j.kind IS NULL OR j.kind = 'reaction')
                          AND j.state IN ('leased', 'acked')
              GROUP BY x.id, x.source, x.event_id, j.recipient
             ON CONFLICT DO NOTHING
-            """, [app, due.map(\.message.id), due.map(\.event.source), due.map(\.event.id)])
+            """)
         return rows.affectedRows
     }
 }

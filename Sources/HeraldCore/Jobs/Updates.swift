@@ -17,17 +17,17 @@ enum Updates {
         let rows = try connection.query("""
             INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, privacy, badge, template_reason)
             SELECT DISTINCT ON (x.id, x.source, x.event_id, j.recipient)
-                   $1, x.id, j.recipient, x.source, x.event_id, 'message.edited', 'edited', 'update', j.privacy, j.badge, j.reason
-              FROM unnest($2::text[], $3::text[], $4::text[]) AS x(id, source, event_id)
-              JOIN messages m ON m.app = $1 AND m.id = x.id AND m.deleted_at IS NULL
-              JOIN jobs j ON j.app = $1 AND j.message_id = x.id AND j.kind IS NULL AND j.state IN ('leased', 'acked')
+                   \(app), x.id, j.recipient, x.source, x.event_id, 'message.edited', 'edited', 'update', j.privacy, j.badge, j.reason
+              FROM unnest(\(due.map(\.edit.id))::text[], \(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[]) AS x(id, source, event_id)
+              JOIN messages m ON m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
+              JOIN jobs j ON j.app = \(app) AND j.message_id = x.id AND j.kind IS NULL AND j.state IN ('leased', 'acked')
              -- the newly mentioned have the edit's mention job instead (a block of the edit's event)
              WHERE NOT EXISTS (SELECT 1 FROM job_blocks b
-                                WHERE b.app = $1 AND b.message_id = x.id AND b.event_source = x.source AND b.event_id = x.event_id
+                                WHERE b.app = \(app) AND b.message_id = x.id AND b.event_source = x.source AND b.event_id = x.event_id
                                   AND j.recipient = ANY (b.recipients))
              ORDER BY x.id, x.source, x.event_id, j.recipient, j.id
             ON CONFLICT DO NOTHING
-            """, [app, due.map(\.edit.id), due.map(\.event.source), due.map(\.event.id)])
+            """)
         return rows.affectedRows
     }
 }

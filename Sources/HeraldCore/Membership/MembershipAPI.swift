@@ -42,9 +42,9 @@ enum MembershipAPI {
                 try locks.lock(app: app, on: connection)
                 let changed = try connection.query("""
                     WITH now AS (SELECT herald_now_ms() AS at),
-                    listed AS (SELECT DISTINCT unnest($3::text[]) AS uid),
+                    listed AS (SELECT DISTINCT unnest(\(members)::text[]) AS uid),
                     current AS (SELECT uid FROM group_members
-                                 WHERE app = $1 AND group_id = $2 AND joined_at IS NOT NULL
+                                 WHERE app = \(app) AND group_id = \(guid) AND joined_at IS NOT NULL
                                    AND joined_at > coalesce(removed_at, -1)),
                     changes AS (
                         SELECT l.uid, true AS joined FROM listed l WHERE l.uid NOT IN (SELECT uid FROM current)
@@ -53,24 +53,23 @@ enum MembershipAPI {
                     ),
                     evidence AS (
                         INSERT INTO member_events (app, group_id, uid, at, joined)
-                        SELECT $1, $2, c.uid, now.at, c.joined FROM changes c, now
+                        SELECT \(app), \(guid), c.uid, now.at, c.joined FROM changes c, now
                         ON CONFLICT DO NOTHING
                     ),
                     summary AS (
                         INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
-                        SELECT $1, $2, c.uid, CASE WHEN c.joined THEN now.at END, CASE WHEN NOT c.joined THEN now.at END
+                        SELECT \(app), \(guid), c.uid, CASE WHEN c.joined THEN now.at END, CASE WHEN NOT c.joined THEN now.at END
                           FROM changes c, now
                         ON CONFLICT (app, group_id, uid) DO UPDATE SET
                             joined_at = greatest(g.joined_at, EXCLUDED.joined_at),
                             removed_at = greatest(g.removed_at, EXCLUDED.removed_at)
                     )
                     SELECT uid FROM changes
-                    """, [app, guid, members])
+                    """)
                 // A separate statement, so that it sees the evidence just written.
                 let uids = try changed.map { try $0.decode(0, as: String.self) }
                 if !uids.isEmpty {
-                    try connection.query("SELECT herald_apply($1, '{}', '{}', '{}', '{}', '{}', $2, $3, '{}', '{}', '{}')",
-                                         [app, Array(repeating: guid, count: uids.count), uids])
+                    try connection.query("SELECT herald_apply(\(app), '{}', '{}', '{}', '{}', '{}', \(Array(repeating: guid, count: uids.count)), \(uids), '{}', '{}', '{}')")
                 }
                 return uids.count
             }
@@ -94,10 +93,10 @@ enum MembershipAPI {
         let rows = try context.services.database.withConnection { connection in
             try connection.query("""
                 SELECT uid, jsonb_build_object('uid', uid, 'since', joined_at)::text FROM group_members
-                 WHERE app = $1 AND group_id = $2 AND joined_at IS NOT NULL AND joined_at > coalesce(removed_at, -1)
-                   AND ($3::text IS NULL OR uid > $3)
-                 ORDER BY uid LIMIT $4
-                """, [context.app, guid, after, list.limit + 1])
+                 WHERE app = \(context.app) AND group_id = \(guid) AND joined_at IS NOT NULL AND joined_at > coalesce(removed_at, -1)
+                   AND (\(after)::text IS NULL OR uid > \(after))
+                 ORDER BY uid LIMIT \(list.limit + 1)
+                """)
         }
         return try list.page(rows, kind: "members")
     }

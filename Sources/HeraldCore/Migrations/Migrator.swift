@@ -50,8 +50,7 @@ public struct Migrator: Sendable {
                     applied = try Self.appliedChecksums(connection)
                     guard applied[migration.version] == nil else { return false }
                     try connection.execute(unsafeSQL: migration.sql)
-                    try connection.queryOnce("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                                             [migration.version, migration.name, migration.checksum])
+                    try connection.queryOnce("INSERT INTO schema_migrations (version, name, checksum) VALUES (\(migration.version), \(migration.name), \(migration.checksum))")
                     return true
                 }
                 if ran {
@@ -74,7 +73,7 @@ public struct Migrator: Sendable {
     /// One transaction holding the migration lock.
     private func locked<T>(_ connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
         try connection.withTransaction { connection in
-            try connection.queryOnce("SELECT pg_advisory_xact_lock($1)", [Self.lockKey])
+            try connection.queryOnce("SELECT pg_advisory_xact_lock(\(Self.lockKey))")
             return try body(connection)
         }
     }

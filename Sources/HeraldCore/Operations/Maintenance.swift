@@ -40,23 +40,24 @@ public final class Maintenance: Sendable {
     public func runOnce() throws -> Int {
         var removed = 0
         // Finished jobs go with the dedupe records of their events.
-        let targets = [("events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
-                       ("rejected_events", "received_at < herald_now_ms() - $1::bigint * 86400000"),
-                       ("job_rows", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - $1::bigint * 86400000"),
+        let days = retentionDays
+        let targets: [(table: SQL, condition: SQL)] = [("events", "received_at < herald_now_ms() - \(days)::bigint * 86400000"),
+                       ("rejected_events", "received_at < herald_now_ms() - \(days)::bigint * 86400000"),
+                       ("job_rows", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - \(days)::bigint * 86400000"),
                        // a block once each of its jobs is acked, cancelled or moved out (a row of its own)
                        ("job_blocks", """
-                           created_at < herald_now_ms() - $1::bigint * 86400000 AND claimed = stop
+                           created_at < herald_now_ms() - \(days)::bigint * 86400000 AND claimed = stop
                            AND (claimed = 0 OR EXISTS (SELECT 1 FROM job_block_marks k WHERE k.block = job_blocks.id
                                                           AND bit_count(k.acked | k.moved) = job_blocks.claimed))
                            """),
-                       ("job_block_marks", "$1::bigint >= 0 AND NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_block_marks.block)"),
-                       ("job_leases", "$1::bigint >= 0 AND NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_leases.block)"),
-                       ("fanout_tasks", "done AND updated_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("job_block_marks", "NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_block_marks.block)"),
+                       ("job_leases", "NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_leases.block)"),
+                       ("fanout_tasks", "done AND updated_at < herald_now_ms() - \(days)::bigint * 86400000"),
                        // a digest window once acted on, as long as its events are kept (explain reads it)
-                       ("digest_windows", "closed_at IS NOT NULL AND ends_at < herald_now_ms() - $1::bigint * 86400000"),
+                       ("digest_windows", "closed_at IS NOT NULL AND ends_at < herald_now_ms() - \(days)::bigint * 86400000"),
                        // what member-action jobs say, once none of its jobs is left nor to come
                        ("member_actions", """
-                           created_at < herald_now_ms() - $1::bigint * 86400000
+                           created_at < herald_now_ms() - \(days)::bigint * 86400000
                            AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = member_actions.app AND j.message_id IS NULL
                                               AND j.event_source = member_actions.event_source
                                               AND j.event_id = member_actions.event_id)
@@ -69,7 +70,7 @@ public final class Maintenance: Sendable {
                 let rows = try database.withConnection { connection in
                     try connection.query("""
                         DELETE FROM \(table) WHERE ctid IN (SELECT ctid FROM \(table) WHERE \(condition) LIMIT 5000)
-                        """, [retentionDays])
+                        """)
                 }
                 removed += rows.affectedRows
                 if rows.affectedRows < 5000 { break }
@@ -87,17 +88,17 @@ public final class Maintenance: Sendable {
         var removed = 0
         let apps = try database.withConnection { connection in
             try connection.query("""
-                SELECT a.id, coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, $1) AS retention
+                SELECT a.id, coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, \(AppSettings.defaults.changeRetentionSeconds)) AS retention
                   FROM apps a LEFT JOIN app_settings s ON s.app = a.id
-                """, [AppSettings.defaults.changeRetentionSeconds]).map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int64.self)) }
+                """).map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int64.self)) }
         }
         for (app, retention) in apps {
             while true {
                 let rows = try database.withConnection { connection in
                     try connection.query("""
                         DELETE FROM changes WHERE ctid IN (
-                            SELECT ctid FROM changes WHERE at < herald_now_ms() - ($2::bigint + 60) * 1000 AND app = $1 LIMIT 5000)
-                        """, [app, retention])
+                            SELECT ctid FROM changes WHERE at < herald_now_ms() - (\(retention)::bigint + 60) * 1000 AND app = \(app) LIMIT 5000)
+                        """)
                 }
                 removed += rows.affectedRows
                 if rows.affectedRows < 5000 { break }
@@ -111,16 +112,17 @@ public final class Maintenance: Sendable {
     /// late; after it, such a late event applies again.
     func purgeTombstones() throws -> Int {
         var removed = 0
-        for (table, flag) in [("message_pins", "pinned"), ("message_saves", "saved"), ("conversation_pins", "pinned")] {
+        let tables: [(table: SQL, flag: SQL)] = [("message_pins", "pinned"), ("message_saves", "saved"), ("conversation_pins", "pinned")]
+        for (table, flag) in tables {
             while true {
                 let rows = try database.withConnection { connection in
                     try connection.query("""
                         DELETE FROM \(table) WHERE ctid IN (
                             SELECT r.ctid FROM \(table) r LEFT JOIN app_settings s ON s.app = r.app
                              WHERE NOT r.\(flag)
-                               AND r.at < herald_now_ms() - coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, $1) * 1000
+                               AND r.at < herald_now_ms() - coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, \(AppSettings.defaults.changeRetentionSeconds)) * 1000
                              LIMIT 5000)
-                        """, [AppSettings.defaults.changeRetentionSeconds])
+                        """)
                 }
                 removed += rows.affectedRows
                 if rows.affectedRows < 5000 { break }

@@ -137,7 +137,7 @@ public final class Metrics: Sendable {
         try? database.withConnection { connection in
             let rows = try connection.query("""
                 SELECT q.*, (SELECT count(*) FROM fanout_tasks WHERE NOT done) AS fanout_tasks
-                  FROM (\(JobsAPI.queueCounts(oneApp: false))) q
+                  FROM (\(JobsAPI.queueCounts(app: nil))) q
                 """)
             let row = rows[0]
             return QueueState(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"), dead: try row.decode("dead"),

@@ -67,7 +67,7 @@ enum PinStore {
 
     /// The upsert's rule, for a row `r` and the incoming `EXCLUDED` (as `deciding`): newer; as new
     /// and clearing; or as new, the same, and a greater `tie`.
-    static func wins(_ flag: String, tie: String) -> String {
+    static func wins(_ flag: SQL, tie: SQL) -> SQL {
         """
         EXCLUDED.at > r.at OR (EXCLUDED.at = r.at AND r.\(flag) AND NOT EXCLUDED.\(flag))
         OR (EXCLUDED.at = r.at AND r.\(flag) = EXCLUDED.\(flag)
@@ -86,10 +86,10 @@ enum PinStore {
             let byID = Dictionary(messagePins.map { ($0.pin.messageID, $0) }, uniquingKeysWith: { first, _ in first })
             for row in try connection.query("""
                 INSERT INTO message_pins AS r (app, message_id, conversation_id, pinned, at, pinned_by, event_source, event_id)
-                SELECT $1, x.id,
-                       coalesce(x.conversation_id, (SELECT m.conversation_id FROM messages m WHERE m.app = $1 AND m.id = x.id)),
+                SELECT \(app), x.id,
+                       coalesce(x.conversation_id, (SELECT m.conversation_id FROM messages m WHERE m.app = \(app) AND m.id = x.id)),
                        x.pinned, x.at, x.by, x.source, x.event_id
-                  FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::text[], $7::text[], $8::text[])
+                  FROM unnest(\(messagePins.map(\.pin.messageID))::text[], \(messagePins.map { $0.pin.conversation?.id })::text[], \(messagePins.map(\.pin.pinned))::boolean[], \(messagePins.map(\.pin.at))::bigint[], \(messagePins.map(\.pin.by))::text[], \(messagePins.map(\.event.source))::text[], \(messagePins.map(\.event.id))::text[])
                     AS x(id, conversation_id, pinned, at, by, source, event_id)
                  ORDER BY x.id COLLATE "C"
                 ON CONFLICT (app, message_id) DO UPDATE
@@ -98,8 +98,7 @@ enum PinStore {
                        event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id
                  WHERE \(wins("pinned", tie: "pinned_by"))
                 RETURNING message_id, pinned OR coalesce(was_pinned, false) AS changed
-                """, [app, messagePins.map(\.pin.messageID), messagePins.map { $0.pin.conversation?.id }, messagePins.map(\.pin.pinned),
-                      messagePins.map(\.pin.at), messagePins.map(\.pin.by), messagePins.map(\.event.source), messagePins.map(\.event.id)]) {
+                """) {
                 guard try row.decode("changed", as: Bool.self), let item = byID[try row.decode("message_id", as: String.self)] else { continue }
                 changes.append(Change(event: item.event, subject: .messagePin(messageID: item.pin.messageID, conversation: item.pin.conversation),
                                       set: item.pin.pinned, at: item.pin.at, by: item.pin.by, deviceID: nil))
@@ -111,15 +110,14 @@ enum PinStore {
             let byKey = Dictionary(saves.map { ($0.save.uid + "\u{0}" + $0.save.messageID, $0) }, uniquingKeysWith: { first, _ in first })
             for row in try connection.query("""
                 INSERT INTO message_saves AS r (app, uid, message_id, saved, at, device_id)
-                SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::boolean[], $5::bigint[], $6::text[])
+                SELECT \(app), x.* FROM unnest(\(saves.map(\.save.uid))::text[], \(saves.map(\.save.messageID))::text[], \(saves.map(\.save.saved))::boolean[], \(saves.map(\.save.at))::bigint[], \(saves.map(\.save.deviceID))::text[])
                     AS x(uid, message_id, saved, at, device_id)
                  ORDER BY x.uid COLLATE "C", x.message_id COLLATE "C"
                 ON CONFLICT (app, uid, message_id) DO UPDATE
                    SET saved = EXCLUDED.saved, at = EXCLUDED.at, device_id = EXCLUDED.device_id, was_saved = r.saved
                  WHERE \(wins("saved", tie: "device_id"))
                 RETURNING uid, message_id, saved OR coalesce(was_saved, false) AS changed
-                """, [app, saves.map(\.save.uid), saves.map(\.save.messageID), saves.map(\.save.saved), saves.map(\.save.at),
-                      saves.map(\.save.deviceID)]) {
+                """) {
                 guard try row.decode("changed", as: Bool.self),
                       let item = byKey[try row.decode("uid", as: String.self) + "\u{0}" + row.decode("message_id", as: String.self)] else { continue }
                 changes.append(Change(event: item.event, subject: .save(messageID: item.save.messageID, uid: item.save.uid),
@@ -134,8 +132,8 @@ enum PinStore {
             for row in try connection.query("""
                 INSERT INTO conversation_pins AS r (app, owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id,
                                                     event_source, event_id)
-                SELECT $1, x.* FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::boolean[],
-                                           $9::bigint[], $10::text[], $11::text[], $12::text[])
+                SELECT \(app), x.* FROM unnest(\(conversations.map(\.pin.owner))::text[], \(c.map(\.id))::text[], \(c.map(\.receiverType))::text[], \(c.map(\.groupID))::text[], \(c.map(\.userA))::text[], \(c.map(\.userB))::text[], \(conversations.map(\.pin.pinned))::boolean[],
+                                           \(conversations.map(\.pin.at))::bigint[], \(conversations.map(\.pin.deviceID))::text[], \(conversations.map(\.event.source))::text[], \(conversations.map(\.event.id))::text[])
                     AS x(owner, conversation_id, receiver_type, group_id, user_a, user_b, pinned, at, device_id, source, event_id)
                  ORDER BY x.owner COLLATE "C", x.conversation_id COLLATE "C"
                 ON CONFLICT (app, owner, conversation_id) DO UPDATE
@@ -143,9 +141,7 @@ enum PinStore {
                        event_source = EXCLUDED.event_source, event_id = EXCLUDED.event_id
                  WHERE \(wins("pinned", tie: "device_id"))
                 RETURNING owner, conversation_id, pinned OR coalesce(was_pinned, false) AS changed
-                """, [app, conversations.map(\.pin.owner), c.map(\.id), c.map(\.receiverType), c.map(\.groupID), c.map(\.userA),
-                      c.map(\.userB), conversations.map(\.pin.pinned), conversations.map(\.pin.at), conversations.map(\.pin.deviceID),
-                      conversations.map(\.event.source), conversations.map(\.event.id)]) {
+                """) {
                 guard try row.decode("changed", as: Bool.self),
                       let item = byKey[try row.decode("owner", as: String.self) + "\u{0}" + row.decode("conversation_id", as: String.self)] else { continue }
                 changes.append(Change(event: item.event, subject: .conversationPin(owner: item.pin.owner, conversation: item.pin.conversation),

@@ -14,7 +14,7 @@ enum PinsAPI {
     }
 
     /// A live message `m`: seen, not deleted, nor its thread (nor, through it, its group).
-    static let live = """
+    static let live: SQL = """
         m.created_seen AND m.deleted_at IS NULL
         AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = m.app AND t.parent_id = coalesce(m.parent_id, m.id)
                            AND t.deleted_at IS NOT NULL)
@@ -22,7 +22,7 @@ enum PinsAPI {
 
     /// Whether user `uid` (a parameter) can still see conversation `c`'s messages: a member of its
     /// group now, or one of its two users.
-    static func access(_ c: String, uid: String) -> String {
+    static func access(_ c: SQL, uid: SQL) -> SQL {
         """
         CASE WHEN \(c).group_id IS NULL THEN \(uid) IN (\(c).user_a, \(c).user_b)
              ELSE EXISTS (SELECT 1 FROM group_members g WHERE g.app = \(c).app AND g.group_id = \(c).group_id AND g.uid = \(uid)
@@ -50,15 +50,15 @@ enum PinsAPI {
                                           'text', m.text, 'pinnedAt', p.at, 'pinnedBy', p.pinned_by,
                                           'parent', (SELECT jsonb_build_object('id', pm.id, 'text', pm.text, 'sender', pm.sender,
                                                                                'sentAt', pm.sent_at)
-                                                       FROM messages pm WHERE pm.app = $1 AND pm.id = m.parent_id))::text
+                                                       FROM messages pm WHERE pm.app = \(context.app) AND pm.id = m.parent_id))::text
                   FROM message_pins p
-                  JOIN messages m ON m.app = $1 AND m.id = p.message_id
-                 WHERE p.app = $1 AND p.pinned AND (p.conversation_id = $2 OR (p.conversation_id IS NULL AND m.conversation_id = $2))
+                  JOIN messages m ON m.app = \(context.app) AND m.id = p.message_id
+                 WHERE p.app = \(context.app) AND p.pinned AND (p.conversation_id = \(conversation) OR (p.conversation_id IS NULL AND m.conversation_id = \(conversation)))
                    AND \(live)
-                   AND ($3::bigint IS NULL OR p.at < $3 OR (p.at = $3 AND p.message_id COLLATE "C" < $4::text COLLATE "C"))
+                   AND (\(after?.at)::bigint IS NULL OR p.at < \(after?.at) OR (p.at = \(after?.at) AND p.message_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
                  ORDER BY p.at DESC, p.message_id COLLATE "C" DESC
-                 LIMIT $5
-                """, [context.app, conversation, after?.at, after?.id, list.limit + 1])
+                 LIMIT \(list.limit + 1)
+                """)
         }
         return try list.page(rows, kind: "pins")
     }
@@ -72,15 +72,15 @@ enum PinsAPI {
                 SELECT s.at || '/' || s.message_id,
                        jsonb_build_object('messageId', m.id, 'parentMessageId', m.parent_id, 'conversationId', m.conversation_id,
                                           'receiverType', m.receiver_type,
-                                          'receiver', coalesce(m.group_id, CASE WHEN m.user_a = $2 THEN m.user_b ELSE m.user_a END),
+                                          'receiver', coalesce(m.group_id, CASE WHEN m.user_a = \(uid) THEN m.user_b ELSE m.user_a END),
                                           'sentAt', m.sent_at, 'sender', m.sender, 'text', m.text, 'savedAt', s.at)::text
                   FROM message_saves s
-                  JOIN messages m ON m.app = $1 AND m.id = s.message_id
-                 WHERE s.app = $1 AND s.uid = $2 AND s.saved AND \(live) AND \(access("m", uid: "$2"))
-                   AND ($3::bigint IS NULL OR s.at < $3 OR (s.at = $3 AND s.message_id COLLATE "C" < $4::text COLLATE "C"))
+                  JOIN messages m ON m.app = \(context.app) AND m.id = s.message_id
+                 WHERE s.app = \(context.app) AND s.uid = \(uid) AND s.saved AND \(live) AND \(access("m", uid: "\(uid)"))
+                   AND (\(after?.at)::bigint IS NULL OR s.at < \(after?.at) OR (s.at = \(after?.at) AND s.message_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
                  ORDER BY s.at DESC, s.message_id COLLATE "C" DESC
-                 LIMIT $5
-                """, [context.app, uid, after?.at, after?.id, list.limit + 1])
+                 LIMIT \(list.limit + 1)
+                """)
         }
         return try list.page(rows, kind: "saved")
     }
@@ -101,17 +101,17 @@ enum PinsAPI {
             try connection.query("""
                 SELECT c.segment || '/' || c.at || '/' || c.conversation_id,
                        jsonb_build_object('conversationId', c.conversation_id, 'receiverType', c.receiver_type,
-                                          'receiver', coalesce(c.group_id, CASE WHEN c.user_a = $2 THEN c.user_b ELSE c.user_a END),
+                                          'receiver', coalesce(c.group_id, CASE WHEN c.user_a = \(uid) THEN c.user_b ELSE c.user_a END),
                                           'pinnedAt', c.at, 'pinnedBy', c.owner)::text
                   FROM (SELECT r.*, CASE WHEN r.owner = 'app_system' THEN 0 ELSE 1 END AS segment FROM conversation_pins r
-                         WHERE r.app = $1 AND r.owner IN ('app_system', $2) AND r.pinned) c
-                 WHERE \(access("c", uid: "$2"))
-                   AND NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = $1 AND d.group_id = c.group_id)
-                   AND ($3::int IS NULL OR c.segment > $3
-                        OR (c.segment = $3 AND (c.at < $4 OR (c.at = $4 AND c.conversation_id COLLATE "C" < $5::text COLLATE "C"))))
+                         WHERE r.app = \(context.app) AND r.owner IN ('app_system', \(uid)) AND r.pinned) c
+                 WHERE \(access("c", uid: "\(uid)"))
+                   AND NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = \(context.app) AND d.group_id = c.group_id)
+                   AND (\(after?.segment)::int IS NULL OR c.segment > \(after?.segment)
+                        OR (c.segment = \(after?.segment) AND (c.at < \(after?.at) OR (c.at = \(after?.at) AND c.conversation_id COLLATE "C" < \(after?.id)::text COLLATE "C"))))
                  ORDER BY c.segment, c.at DESC, c.conversation_id COLLATE "C" DESC
-                 LIMIT $6
-                """, [context.app, uid, after?.segment, after?.at, after?.id, list.limit + 1])
+                 LIMIT \(list.limit + 1)
+                """)
         }
         return try list.page(rows, kind: "pinned-conversations")
     }
@@ -128,13 +128,13 @@ enum PinsAPI {
                            'pinnedBy', CASE WHEN p.pinned THEN p.pinned_by END,
                            'savedAt', CASE WHEN s.saved THEN s.at ELSE 0 END,
                            'threadSubscribed', coalesce(sub.subscribed, false)))::text
-                  FROM (SELECT DISTINCT unnest($3::text[]) AS id) q
-                  CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = $1 AND m.id = q.id OFFSET 0) m
-                  LEFT JOIN message_pins p ON p.app = $1 AND p.message_id = m.id
-                  LEFT JOIN message_saves s ON s.app = $1 AND s.uid = $2 AND s.message_id = m.id
-                  LEFT JOIN subscriptions sub ON sub.app = $1 AND sub.uid = $2 AND sub.thread_id = coalesce(m.parent_id, m.id)
-                 WHERE \(live) AND \(access("m", uid: "$2"))
-                """, [context.app, uid, ids])
+                  FROM (SELECT DISTINCT unnest(\(ids)::text[]) AS id) q
+                  CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = \(context.app) AND m.id = q.id OFFSET 0) m
+                  LEFT JOIN message_pins p ON p.app = \(context.app) AND p.message_id = m.id
+                  LEFT JOIN message_saves s ON s.app = \(context.app) AND s.uid = \(uid) AND s.message_id = m.id
+                  LEFT JOIN subscriptions sub ON sub.app = \(context.app) AND sub.uid = \(uid) AND sub.thread_id = coalesce(m.parent_id, m.id)
+                 WHERE \(live) AND \(access("m", uid: "\(uid)"))
+                """)
         }
         return .json(RawJSON("{\"data\":" + ((try rows.first?.decode(0, as: String?.self)) ?? nil ?? "{}") + "}"))
     }

@@ -41,8 +41,8 @@ enum SyncJobs {
         if !unresolved.isEmpty {
             var users: [String: [String]] = [:]
             for row in try connection.query("""
-                SELECT id, user_a, user_b FROM messages WHERE app = $1 AND id = ANY ($2::text[]) AND group_id IS NULL
-                """, [app, unresolved.compactMap(\.messageID)]) {
+                SELECT id, user_a, user_b FROM messages WHERE app = \(app) AND id = ANY (\(unresolved.compactMap(\.messageID))::text[]) AND group_id IS NULL
+                """) {
                 users[try row.decode("id", as: String.self)] = [try row.decode("user_a", as: String?.self), try row.decode("user_b", as: String?.self)].compactMap { $0 }
             }
             for change in unresolved { rows += (change.messageID.flatMap { users[$0] } ?? []).map { Row(change: change, recipient: $0) } }
@@ -64,13 +64,13 @@ enum SyncJobs {
         guard !messageIDs.isEmpty || !groupIDs.isEmpty else { return ([], []) }
         var messages: Set<String> = [], groups: Set<String> = []
         for row in try connection.query("""
-            SELECT 'm' AS kind, m.id FROM unnest($2::text[]) AS x(id)
-             CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = $1 AND m.id = x.id OFFSET 0) m
-             WHERE m.deleted_at IS NOT NULL OR m.group_id IN (SELECT d.group_id FROM deleted_groups d WHERE d.app = $1)
-                OR EXISTS (SELECT 1 FROM threads t WHERE t.app = $1 AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NOT NULL)
+            SELECT 'm' AS kind, m.id FROM unnest(\(messageIDs)::text[]) AS x(id)
+             CROSS JOIN LATERAL (SELECT * FROM messages m WHERE m.app = \(app) AND m.id = x.id OFFSET 0) m
+             WHERE m.deleted_at IS NOT NULL OR m.group_id IN (SELECT d.group_id FROM deleted_groups d WHERE d.app = \(app))
+                OR EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NOT NULL)
             UNION ALL
-            SELECT 'g', d.group_id FROM deleted_groups d WHERE d.app = $1 AND d.group_id = ANY ($3::text[])
-            """, [app, messageIDs, groupIDs]) {
+            SELECT 'g', d.group_id FROM deleted_groups d WHERE d.app = \(app) AND d.group_id = ANY (\(groupIDs)::text[])
+            """) {
             let id = try row.decode("id", as: String.self)
             if try row.decode("kind", as: String.self) == "m" { messages.insert(id) } else { groups.insert(id) }
         }
@@ -85,11 +85,11 @@ enum SyncJobs {
         var rows: [Row] = []
         var last: String?
         for row in try connection.query("""
-            SELECT x.n, g.uid FROM unnest($2::text[]) WITH ORDINALITY AS x(g, n)
+            SELECT x.n, g.uid FROM unnest(\(items.map(\.group))::text[]) WITH ORDINALITY AS x(g, n)
              CROSS JOIN LATERAL (SELECT g.uid FROM group_members g
-                                  WHERE \(Fanout.groupWalk("g", group: "x.g", after: "$3")) AND g.joined_at > coalesce(g.removed_at, -1)
-                                  ORDER BY g.uid COLLATE "C" LIMIT $4) g
-            """, [app, items.map(\.group), after, limit]) {
+                                  WHERE \(Fanout.groupWalk("g", group: "x.g", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
+                                  ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g
+            """) {
             let uid = try row.decode("uid", as: String.self)
             last = EventJobs.later(uid, than: last)
             rows.append(Row(change: items[try row.decode("n", as: Int.self) - 1].change, recipient: uid))
@@ -110,15 +110,15 @@ enum SyncJobs {
                        on connection: PostgresConnection) throws -> PinStore.Change? {
         if let messageID {
             guard let row = try connection.query("""
-                SELECT pinned, at, pinned_by FROM message_pins WHERE app = $1 AND message_id = $2 AND event_source = $3 AND event_id = $4
-                """, [app, messageID, event.source, event.id]).first else { return nil }
+                SELECT pinned, at, pinned_by FROM message_pins WHERE app = \(app) AND message_id = \(messageID) AND event_source = \(event.source) AND event_id = \(event.id)
+                """).first else { return nil }
             return PinStore.Change(event: event, subject: .messagePin(messageID: messageID, conversation: .group(group)),
                                    set: try row.decode("pinned"), at: try row.decode("at"), by: try row.decode("pinned_by"), deviceID: nil)
         }
         guard let row = try connection.query("""
             SELECT pinned, at, device_id FROM conversation_pins
-             WHERE app = $1 AND owner = $2 AND conversation_id = $3 AND event_source = $4 AND event_id = $5
-            """, [app, EventParser.system, Conversation.group(group).id, event.source, event.id]).first else { return nil }
+             WHERE app = \(app) AND owner = \(EventParser.system) AND conversation_id = \(Conversation.group(group).id) AND event_source = \(event.source) AND event_id = \(event.id)
+            """).first else { return nil }
         return PinStore.Change(event: event, subject: .conversationPin(owner: EventParser.system, conversation: .group(group)),
                                set: try row.decode("pinned"), at: try row.decode("at"), by: EventParser.system,
                                deviceID: try row.decode("device_id"))

@@ -18,7 +18,7 @@ enum ConversationLevelsAPI {
                                     params: ["field": "conversationId"])
 
     /// The item of the answer, the list and the console: `{conversationId, level, updatedAt}`.
-    static let itemJSON = "jsonb_build_object('conversationId', l.conversation_id, 'level', l.level, 'updatedAt', l.updated_at)::text"
+    static let itemJSON: SQL = "jsonb_build_object('conversationId', l.conversation_id, 'level', l.level, 'updatedAt', l.updated_at)::text"
 
     /// The user and the conversation of the path; 403 unless the user is in the conversation now
     /// (a current member of its group, or one of its two users).
@@ -40,9 +40,9 @@ enum ConversationLevelsAPI {
         if id.hasPrefix("group_") {
             // the one "can see this conversation now" rule of pins (a current member of the group)
             let rows = try connection.query("""
-                SELECT \(PinsAPI.access("c", uid: "$3"))
-                  FROM (SELECT $1::text AS app, $2::text AS group_id, NULL::text AS user_a, NULL::text AS user_b) c
-                """, [app, String(id.dropFirst("group_".count)), uid])
+                SELECT \(PinsAPI.access("c", uid: "\(uid)"))
+                  FROM (SELECT \(app)::text AS app, \(String(id.dropFirst("group_".count)))::text AS group_id, NULL::text AS user_a, NULL::text AS user_b) c
+                """)
             return try rows[0].decode(0, as: Bool.self)
         }
         // one of the two users: the id is the pair's, whichever side the user sorts to
@@ -63,7 +63,7 @@ enum ConversationLevelsAPI {
             return try connection.query("""
                 WITH put AS (
                     INSERT INTO conversation_levels AS l (app, uid, conversation_id, level, updated_at)
-                    VALUES ($1, $2, $3, $4, herald_now_ms())
+                    VALUES (\(context.app), \(uid), \(conversation), \(level.rawValue), herald_now_ms())
                     ON CONFLICT (app, uid, conversation_id) DO UPDATE SET level = EXCLUDED.level, updated_at = EXCLUDED.updated_at
                      WHERE l.level <> EXCLUDED.level
                     RETURNING l.*
@@ -71,8 +71,8 @@ enum ConversationLevelsAPI {
                 SELECT \(itemJSON) FROM put l
                 UNION ALL
                 SELECT \(itemJSON) FROM conversation_levels l
-                 WHERE l.app = $1 AND l.uid = $2 AND l.conversation_id = $3 AND NOT EXISTS (SELECT 1 FROM put)
-                """, [context.app, uid, conversation, level.rawValue])
+                 WHERE l.app = \(context.app) AND l.uid = \(uid) AND l.conversation_id = \(conversation) AND NOT EXISTS (SELECT 1 FROM put)
+                """)
         }
         return .json(RawJSON(try rows[0].decode(0, as: String.self)))
     }
@@ -80,8 +80,7 @@ enum ConversationLevelsAPI {
     static func delete(_ context: RequestContext) throws -> Response {
         let deleted = try context.services.database.withConnection { connection in
             let (uid, conversation) = try target(context, on: connection)
-            return try connection.query("DELETE FROM conversation_levels WHERE app = $1 AND uid = $2 AND conversation_id = $3 RETURNING 1",
-                                        [context.app, uid, conversation]).count
+            return try connection.query("DELETE FROM conversation_levels WHERE app = \(context.app) AND uid = \(uid) AND conversation_id = \(conversation) RETURNING 1").count
         }
         guard deleted > 0 else { throw notFound }
         return .noContent()
@@ -96,12 +95,12 @@ enum ConversationLevelsAPI {
             try connection.query("""
                 SELECT l.updated_at || '/' || l.conversation_id, \(itemJSON)
                   FROM conversation_levels l
-                 WHERE l.app = $1 AND l.uid = $2
-                   AND ($3::bigint IS NULL OR l.updated_at < $3
-                        OR (l.updated_at = $3 AND l.conversation_id COLLATE "C" < $4::text COLLATE "C"))
+                 WHERE l.app = \(context.app) AND l.uid = \(uid)
+                   AND (\(after?.at)::bigint IS NULL OR l.updated_at < \(after?.at)
+                        OR (l.updated_at = \(after?.at) AND l.conversation_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
                  ORDER BY l.updated_at DESC, l.conversation_id COLLATE "C" DESC
-                 LIMIT $5
-                """, [context.app, uid, after?.at, after?.id, list.limit + 1])
+                 LIMIT \(list.limit + 1)
+                """)
         }
         return try list.page(rows, kind: "conversation-levels")
     }

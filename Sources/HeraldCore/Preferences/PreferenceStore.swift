@@ -8,11 +8,11 @@ struct PreferenceStore: Sendable {
     /// statement (they are not stored with the settings).
     func settings(app: String, on connection: PostgresConnection) throws -> AppSettings {
         let rows = try connection.query("""
-            SELECT (SELECT settings::text FROM app_settings WHERE app = $1),
-                   EXISTS (SELECT 1 FROM delivery_secrets WHERE app = $1 AND (expires_at IS NULL OR expires_at > herald_now_ms())),
-                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = $1 AND kind = 'apns'),
-                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = $1 AND kind = 'fcm')
-            """, [app])
+            SELECT (SELECT settings::text FROM app_settings WHERE app = \(app)),
+                   EXISTS (SELECT 1 FROM delivery_secrets WHERE app = \(app) AND (expires_at IS NULL OR expires_at > herald_now_ms())),
+                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = \(app) AND kind = 'apns'),
+                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = \(app) AND kind = 'fcm')
+            """)
         var settings = AppSettings.defaults
         if let text = try rows[0].decode(0, as: String?.self), let json = try? JSONParser.parse(Array(text.utf8)) {
             settings = AppSettings(stored: json)
@@ -25,13 +25,13 @@ struct PreferenceStore: Sendable {
 
     func saveSettings(_ settings: AppSettings?, app: String, on connection: PostgresConnection) throws {
         guard let settings else {
-            try connection.query("DELETE FROM app_settings WHERE app = $1", [app])
+            try connection.query("DELETE FROM app_settings WHERE app = \(app)")
             return
         }
         try connection.query("""
-            INSERT INTO app_settings (app, settings, updated_at) VALUES ($1, $2::jsonb, herald_now_ms())
+            INSERT INTO app_settings (app, settings, updated_at) VALUES (\(app), \(Self.storedDocument(settings).jsonText)::jsonb, herald_now_ms())
             ON CONFLICT (app) DO UPDATE SET settings = EXCLUDED.settings, updated_at = EXCLUDED.updated_at
-            """, [app, Self.storedDocument(settings).jsonText])
+            """)
     }
 
     /// The settings as stored: as the API shows them, without what is derived on reading
@@ -50,7 +50,7 @@ struct PreferenceStore: Sendable {
     }
 
     func preferences(app: String, uid: String, on connection: PostgresConnection) throws -> UserPreferences {
-        let rows = try connection.query("SELECT preferences::text FROM user_preferences WHERE app = $1 AND uid = $2", [app, uid])
+        let rows = try connection.query("SELECT preferences::text FROM user_preferences WHERE app = \(app) AND uid = \(uid)")
         guard let text = try rows.first?.decode(0, as: String.self), let json = try? JSONParser.parse(Array(text.utf8)) else {
             return UserPreferences()
         }
@@ -59,13 +59,13 @@ struct PreferenceStore: Sendable {
 
     func savePreferences(_ preferences: UserPreferences, app: String, uid: String, on connection: PostgresConnection) throws {
         if preferences.values.isEmpty {
-            try connection.query("DELETE FROM user_preferences WHERE app = $1 AND uid = $2", [app, uid])
+            try connection.query("DELETE FROM user_preferences WHERE app = \(app) AND uid = \(uid)")
             return
         }
         try connection.query("""
-            INSERT INTO user_preferences (app, uid, preferences, updated_at) VALUES ($1, $2, $3::jsonb, herald_now_ms())
+            INSERT INTO user_preferences (app, uid, preferences, updated_at) VALUES (\(app), \(uid), \(preferences.stored.jsonText)::jsonb, herald_now_ms())
             ON CONFLICT (app, uid) DO UPDATE SET preferences = EXCLUDED.preferences, updated_at = EXCLUDED.updated_at
-            """, [app, uid, preferences.stored.jsonText])
+            """)
     }
 
     /// Mutes that have not expired, as `{"conversations": [{"id", "type", "until"}]}`.
@@ -73,9 +73,9 @@ struct PreferenceStore: Sendable {
     func mutes(app: String, uid: String, on connection: PostgresConnection) throws -> Mutes {
         let rows = try connection.query("""
             SELECT conversation_id, conversation_type, until FROM user_mutes
-             WHERE app = $1 AND uid = $2 AND until > herald_now_ms()
+             WHERE app = \(app) AND uid = \(uid) AND until > herald_now_ms()
              ORDER BY conversation_type, conversation_id
-            """, [app, uid])
+            """)
         return Mutes(conversations: try rows.map {
             Mutes.Mute(id: try $0.decode("conversation_id"), type: try $0.decode("conversation_type"), until: try $0.decode("until"))
         })

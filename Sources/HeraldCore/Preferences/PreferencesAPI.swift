@@ -13,7 +13,7 @@ enum PreferencesAPI {
             let patch = try context.request.jsonBody()
             try DeliverySettings.checkAddress(inPatch: patch, allowPrivate: context.services.configuration.deliveryAllowPrivate)
             let (settings, secret) = try context.services.database.withTransaction { connection -> (AppSettings, WebhookSecret?) in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
                 var settings = try PreferenceStore().settings(app: context.app, on: connection)
                 try settings.apply(patch: patch)
                 // The first push mode makes the signing secret, shown once, in this answer (SPEC §13.3).
@@ -36,7 +36,7 @@ enum PreferencesAPI {
         })
         router.add(.delete, "/v1/settings/notifications", Route(access: .server) { context in
             try context.services.database.withTransaction { connection in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
                 try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
                 try DeliverySecretStore().removeAll(app: context.app, on: connection)
                 try DeliveryCredentials.store([CredentialChange(kind: .apns, pem: nil), CredentialChange(kind: .fcm, pem: nil)],
@@ -47,7 +47,7 @@ enum PreferencesAPI {
         })
         router.add(.post, "/v1/settings/delivery/rotate-secret", Route(access: .server) { context in
             let secret = try context.services.database.withTransaction { connection -> WebhookSecret in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':settings', 0))", [context.app])
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
                 return try DeliverySecretStore().rotate(app: context.app, on: connection)
             }
             // (no refresh: deliverers read the live secrets with every claim)
@@ -76,7 +76,7 @@ enum PreferencesAPI {
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let patch = try context.request.jsonBody()
             let view = try context.services.database.withTransaction { connection -> JSONValue in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':prefs:' || $2, 0))", [context.app, uid])
+                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':prefs:' || \(uid), 0))")
                 let store = PreferenceStore()
                 let settings = try store.settings(app: context.app, on: connection)
                 var preferences = try store.preferences(app: context.app, uid: uid, on: connection)
@@ -137,14 +137,14 @@ enum PreferencesAPI {
             if add {
                 try connection.query("""
                     INSERT INTO user_mutes (app, uid, conversation_type, conversation_id, until)
-                    SELECT $1, $2, t, i, max(u) FROM unnest($3::text[], $4::text[], $5::bigint[]) AS x(i, t, u) GROUP BY t, i
+                    SELECT \(app), \(uid), t, i, max(u) FROM unnest(\(ids)::text[], \(types)::text[], \(untils)::bigint[]) AS x(i, t, u) GROUP BY t, i
                     ON CONFLICT (app, uid, conversation_type, conversation_id) DO UPDATE SET until = EXCLUDED.until
-                    """, [app, uid, ids, types, untils])
+                    """)
             } else {
                 try connection.query("""
-                    DELETE FROM user_mutes m USING unnest($3::text[], $4::text[]) AS x(i, t)
-                     WHERE m.app = $1 AND m.uid = $2 AND m.conversation_id = x.i AND m.conversation_type = x.t
-                    """, [app, uid, ids, types])
+                    DELETE FROM user_mutes m USING unnest(\(ids)::text[], \(types)::text[]) AS x(i, t)
+                     WHERE m.app = \(app) AND m.uid = \(uid) AND m.conversation_id = x.i AND m.conversation_type = x.t
+                    """)
             }
             return try PreferenceStore().mutes(app: app, uid: uid, on: connection)
         }

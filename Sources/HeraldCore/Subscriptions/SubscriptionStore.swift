@@ -41,10 +41,10 @@ struct SubscriptionStore: Sendable {
     func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, locks: LockSet) {
         let rows = try connection.query("""
             SELECT t.parent_id, t.group_id, (t.deleted_at IS NOT NULL OR coalesce(m.deleted_at IS NOT NULL, false)) AS deleted
-              FROM (SELECT $2::text AS id) q
-              LEFT JOIN messages m ON m.app = $1 AND m.id = q.id AND m.created_seen
-              JOIN threads t ON t.app = $1 AND t.parent_id = coalesce(m.parent_id, q.id)
-            """, [app, messageID])
+              FROM (SELECT \(messageID)::text AS id) q
+              LEFT JOIN messages m ON m.app = \(app) AND m.id = q.id AND m.created_seen
+              JOIN threads t ON t.app = \(app) AND t.parent_id = coalesce(m.parent_id, q.id)
+            """)
         guard let row = rows.first, try !row.decode("deleted", as: Bool.self) else { throw Self.messageNotFound }
         let thread = try row.decode("parent_id", as: String.self)
         let group = try row.decode("group_id", as: String?.self)
@@ -63,19 +63,19 @@ struct SubscriptionStore: Sendable {
     /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
     func hasAccess(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("""
-            SELECT CASE WHEN t.group_id IS NULL THEN $2 IN (t.user_a, t.user_b)
+            SELECT CASE WHEN t.group_id IS NULL THEN \(uid) IN (t.user_a, t.user_b)
                         ELSE EXISTS (SELECT 1 FROM group_members g
-                                      WHERE g.app = $1 AND g.group_id = t.group_id AND g.uid = $2
+                                      WHERE g.app = \(app) AND g.group_id = t.group_id AND g.uid = \(uid)
                                         AND g.joined_at IS NOT NULL AND g.joined_at > coalesce(g.removed_at, -1)) END
-              FROM threads t WHERE t.app = $1 AND t.parent_id = $3
-            """, [app, uid, thread])
+              FROM threads t WHERE t.app = \(app) AND t.parent_id = \(thread)
+            """)
         return try rows.first?.decode(0, as: Bool.self) ?? false
     }
 
     func state(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> State {
         let rows = try connection.query("""
-            SELECT subscribed, source, reason, since, tracked FROM subscriptions WHERE app = $1 AND uid = $2 AND thread_id = $3
-            """, [app, uid, thread])
+            SELECT subscribed, source, reason, since, tracked FROM subscriptions WHERE app = \(app) AND uid = \(uid) AND thread_id = \(thread)
+            """)
         guard let row = rows.first else {
             return State(parentMessageId: thread, subscribed: false, source: nil, reason: nil, since: nil)
         }
@@ -103,11 +103,11 @@ struct SubscriptionStore: Sendable {
                 try connection.query("""
                     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, manual_at,
                                                     mark_at, mark_id, updated_at, tracked)
-                    SELECT $1, $2, $3, true, 'manual', 'manual', herald_now_ms(), herald_now_ms(),
-                           t.last_reply_at, t.last_reply_id, herald_now_ms(), coalesce($4::boolean, false)
-                      FROM threads t WHERE t.app = $1 AND t.parent_id = $3
+                    SELECT \(app), \(uid), \(thread), true, 'manual', 'manual', herald_now_ms(), herald_now_ms(),
+                           t.last_reply_at, t.last_reply_id, herald_now_ms(), coalesce(\(tracked)::boolean, false)
+                      FROM threads t WHERE t.app = \(app) AND t.parent_id = \(thread)
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET
-                        tracked = coalesce($4::boolean, s.subscribed AND s.tracked),
+                        tracked = coalesce(\(tracked)::boolean, s.subscribed AND s.tracked),
                         manual_at = coalesce(s.manual_at, EXCLUDED.manual_at),
                         mark_at = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
                                          OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)
@@ -115,26 +115,26 @@ struct SubscriptionStore: Sendable {
                         mark_id = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
                                          OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)
                                        THEN s.mark_id ELSE EXCLUDED.mark_id END
-                    """, [app, uid, thread, tracked])
+                    """)
             case .unsubscribe:
                 // The unsubscribe takes effect now, and also over any trigger already received that is
                 // dated later (a bus clock running ahead): what the user asked for holds.
                 try connection.query("""
                     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, since, unsubscribed_at, updated_at)
-                    SELECT $1, $2, $3, false, u.at, u.at, herald_now_ms()
+                    SELECT \(app), \(uid), \(thread), false, u.at, u.at, herald_now_ms()
                       FROM (SELECT greatest(herald_now_ms(),
                                             (SELECT max(r.sent_at) FROM messages r
-                                              WHERE r.app = $1 AND r.parent_id = $3 AND r.sender = $2 AND r.created_seen),
+                                              WHERE r.app = \(app) AND r.parent_id = \(thread) AND r.sender = \(uid) AND r.created_seen),
                                             (SELECT max(mn.at) FROM mentions mn
-                                              WHERE mn.app = $1 AND mn.thread_id = $3 AND mn.uid = $2)) AS at) u
+                                              WHERE mn.app = \(app) AND mn.thread_id = \(thread) AND mn.uid = \(uid))) AS at) u
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET unsubscribed_at = EXCLUDED.unsubscribed_at, manual_at = NULL,
                                                                      tracked = false
                     -- idempotent (SPEC §5.2): a thread already unsubscribed from stays as it was
                     WHERE s.subscribed OR s.manual_at IS NOT NULL OR s.unsubscribed_at IS NULL
-                    """, [app, uid, thread])
+                    """)
             }
-            try connection.query("SELECT herald_recompute_subscriptions($1, ARRAY[$2::text], ARRAY[$3::text])", [app, uid, thread])
-            try connection.query("SELECT herald_refresh_inbox($1, ARRAY[$2::text], ARRAY[$3::text])", [app, uid, thread])
+            try connection.query("SELECT herald_recompute_subscriptions(\(app), ARRAY[\(uid)::text], ARRAY[\(thread)::text])")
+            try connection.query("SELECT herald_refresh_inbox(\(app), ARRAY[\(uid)::text], ARRAY[\(thread)::text])")
             return try state(app: app, uid: uid, thread: thread, on: connection)
         }
     }
@@ -144,14 +144,14 @@ struct SubscriptionStore: Sendable {
         let rows = try connection.query("""
             SELECT q.id,
                    coalesce(s.subscribed AND t.deleted_at IS NULL AND m.deleted_at IS NULL
-                            AND CASE WHEN t.group_id IS NULL THEN $2 IN (t.user_a, t.user_b)
+                            AND CASE WHEN t.group_id IS NULL THEN \(uid) IN (t.user_a, t.user_b)
                                      ELSE coalesce(g.joined_at > coalesce(g.removed_at, -1), false) END, false)
-              FROM unnest($3::text[]) AS q(id)
-              LEFT JOIN messages m ON m.app = $1 AND m.id = q.id AND m.created_seen
-              LEFT JOIN threads t ON t.app = $1 AND t.parent_id = coalesce(m.parent_id, q.id)
-              LEFT JOIN subscriptions s ON s.app = $1 AND s.uid = $2 AND s.thread_id = t.parent_id
-              LEFT JOIN group_members g ON g.app = $1 AND g.group_id = t.group_id AND g.uid = $2
-            """, [app, uid, messageIDs])
+              FROM unnest(\(messageIDs)::text[]) AS q(id)
+              LEFT JOIN messages m ON m.app = \(app) AND m.id = q.id AND m.created_seen
+              LEFT JOIN threads t ON t.app = \(app) AND t.parent_id = coalesce(m.parent_id, q.id)
+              LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(uid) AND s.thread_id = t.parent_id
+              LEFT JOIN group_members g ON g.app = \(app) AND g.group_id = t.group_id AND g.uid = \(uid)
+            """)
         return try rows.map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Bool.self)) }
     }
 }

@@ -59,21 +59,19 @@ public struct TenancyStore: Sendable {
     /// Creates an app; `nil` when the id exists already.
     public func createApp(_ id: String, on connection: PostgresConnection) throws -> App? {
         let rows = try connection.query(
-            "INSERT INTO apps (id) VALUES ($1) ON CONFLICT (id) DO NOTHING RETURNING id, created_at", [id])
+            "INSERT INTO apps (id) VALUES (\(id)) ON CONFLICT (id) DO NOTHING RETURNING id, created_at")
         guard let row = rows.first else { return nil }
         return App(id: try row.decode(0), createdAt: try row.decode(1))
     }
 
     public func appExists(_ id: String, on connection: PostgresConnection) throws -> Bool {
-        !(try connection.query("SELECT 1 FROM apps WHERE id = $1", [id])).isEmpty
+        !(try connection.query("SELECT 1 FROM apps WHERE id = \(id)")).isEmpty
     }
 
     /// Apps ordered by id, after `afterID`, at most `limit`.
     public func listApps(after afterID: String?, limit: Int, on connection: PostgresConnection) throws -> [App] {
         try connection.query(
-            "SELECT id, created_at FROM apps WHERE $1::text IS NULL OR id > $1 ORDER BY id LIMIT $2",
-            [afterID, limit]
-        ).map { App(id: try $0.decode(0), createdAt: try $0.decode(1)) }
+            "SELECT id, created_at FROM apps WHERE \(afterID)::text IS NULL OR id > \(afterID) ORDER BY id LIMIT \(limit)").map { App(id: try $0.decode(0), createdAt: try $0.decode(1)) }
     }
 
     /// Creates a key for an existing app; `nil` when the app does not exist.
@@ -81,9 +79,9 @@ public struct TenancyStore: Sendable {
         let key = APIKey.generate()
         let rows = try connection.query("""
             INSERT INTO app_keys (id, app_id, role, label, secret_hash)
-            SELECT $1, id, $3, $4, $5 FROM apps WHERE id = $2
+            SELECT \(key.id), id, \(role.rawValue), \(label), \(PostgresBytes(key.secretHash)) FROM apps WHERE id = \(app)
             RETURNING created_at
-            """, [key.id, app, role.rawValue, label, PostgresBytes(key.secretHash)])
+            """)
         guard let row = rows.first else { return nil }
         return CreatedKey(id: key.id, key: key.token, role: role, label: label, createdAt: try row.decode(0))
     }
@@ -92,8 +90,8 @@ public struct TenancyStore: Sendable {
     public func listKeys(app: String, on connection: PostgresConnection) throws -> [KeyInfo] {
         try connection.query("""
             SELECT id, role, label, created_at FROM app_keys
-            WHERE app_id = $1 AND revoked_at IS NULL ORDER BY created_at, id
-            """, [app]).map { row in
+            WHERE app_id = \(app) AND revoked_at IS NULL ORDER BY created_at, id
+            """).map { row in
             KeyInfo(id: try row.decode("id"), role: Role(rawValue: try row.decode("role")) ?? .server,
                     label: try row.decode("label"), createdAt: try row.decode("created_at"))
         }
@@ -103,15 +101,15 @@ public struct TenancyStore: Sendable {
     public func revokeKey(app: String, id: String, on connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("""
             UPDATE app_keys SET revoked_at = coalesce(revoked_at, herald_now_ms())
-            WHERE app_id = $1 AND id = $2 RETURNING id
-            """, [app, id])
+            WHERE app_id = \(app) AND id = \(id) RETURNING id
+            """)
         return !rows.isEmpty
     }
 
     /// The live (not revoked) key with this id.
     func liveKey(id: String, on connection: PostgresConnection) throws -> StoredKey? {
         let rows = try connection.query(
-            "SELECT app_id, role, secret_hash FROM app_keys WHERE id = $1 AND revoked_at IS NULL", [id])
+            "SELECT app_id, role, secret_hash FROM app_keys WHERE id = \(id) AND revoked_at IS NULL")
         guard let row = rows.first, let role = Role(rawValue: try row.decode("role")) else { return nil }
         return StoredKey(app: try row.decode("app_id"), role: role, secretHash: try row.decode("secret_hash", as: PostgresBytes.self).bytes)
     }

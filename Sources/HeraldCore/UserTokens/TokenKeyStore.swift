@@ -47,28 +47,28 @@ struct TokenKeyStore: Sendable {
     /// Stores a new key; nil when the app already has `maxKeysPerApp`. Run in a transaction: the
     /// app's lock makes the count and the insert one step, so concurrent creations keep the cap.
     func create(app: String, algorithm: UserToken.Algorithm, publicKey: String?, on connection: PostgresConnection) throws -> Created? {
-        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended($1 || ':token-keys', 0))", [app])
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':token-keys', 0))")
         let kid = "tk_" + Secrets.hex(Secrets.randomBytes(12))
         let secret = algorithm == .hs256 ? Base64URL.encode(Secrets.randomBytes(32)) : nil
         let rows = try connection.query("""
             INSERT INTO token_keys (kid, app, alg, secret, public_key)
-            SELECT $1, $2, $3, $4, $5
-            WHERE (SELECT count(*) FROM token_keys WHERE app = $2) < $6
+            SELECT \(kid), \(app), \(algorithm.rawValue), \(secret.map { PostgresBytes(Array($0.utf8)) }), \(publicKey)
+            WHERE (SELECT count(*) FROM token_keys WHERE app = \(app)) < \(Self.maxKeysPerApp)
             RETURNING created_at
-            """, [kid, app, algorithm.rawValue, secret.map { PostgresBytes(Array($0.utf8)) }, publicKey, Self.maxKeysPerApp])
+            """)
         guard let row = rows.first else { return nil }
         return Created(kid: kid, alg: algorithm.rawValue, secret: secret, createdAt: try row.decode(0))
     }
 
     func list(app: String, on connection: PostgresConnection) throws -> [Info] {
-        try connection.query("SELECT kid, alg, created_at FROM token_keys WHERE app = $1 ORDER BY created_at, kid", [app]).map {
+        try connection.query("SELECT kid, alg, created_at FROM token_keys WHERE app = \(app) ORDER BY created_at, kid").map {
             Info(kid: try $0.decode("kid"), alg: try $0.decode("alg"), createdAt: try $0.decode("created_at"))
         }
     }
 
     /// Deletes a key of `app`; false when the app has none with this kid.
     func delete(app: String, kid: String, on connection: PostgresConnection) throws -> Bool {
-        !(try connection.query("DELETE FROM token_keys WHERE app = $1 AND kid = $2 RETURNING kid", [app, kid])).isEmpty
+        !(try connection.query("DELETE FROM token_keys WHERE app = \(app) AND kid = \(kid) RETURNING kid")).isEmpty
     }
 
     /// The key `kid` names, with its app's settings for user requests; one indexed read.
@@ -77,8 +77,8 @@ struct TokenKeyStore: Sendable {
             SELECT k.app, k.alg, k.secret, k.public_key,
                    s.settings -> 'corsOrigins' AS cors_origins, s.settings -> 'userRateLimit' AS user_rate_limit
             FROM token_keys k LEFT JOIN app_settings s ON s.app = k.app
-            WHERE k.kid = $1
-            """, [kid])
+            WHERE k.kid = \(kid)
+            """)
         guard let row = rows.first, let algorithm = UserToken.Algorithm(rawValue: try row.decode("alg")) else { return nil }
         return Lookup(app: try row.decode("app"), algorithm: algorithm,
                       secret: try row.decode("secret", as: PostgresBytes?.self)?.bytes,
@@ -89,6 +89,6 @@ struct TokenKeyStore: Sendable {
 
     /// Whether any app lists `origin` in `corsOrigins` (a preflight carries no token).
     func anyAppAllows(origin: String, on connection: PostgresConnection) throws -> Bool {
-        !(try connection.query("SELECT 1 FROM app_settings WHERE settings -> 'corsOrigins' ? $1 LIMIT 1", [origin])).isEmpty
+        !(try connection.query("SELECT 1 FROM app_settings WHERE settings -> 'corsOrigins' ? \(origin) LIMIT 1")).isEmpty
     }
 }
