@@ -4,24 +4,24 @@ import Postgres
 
 /// A running Herald: database pool, migrations applied, HTTP server listening.
 /// Started by `herald serve` and by the integration tests (on port 0).
-public final class HeraldServer: Sendable {
-    public let service: RequestPipeline
-    public let http: HTTPServer
-    public let database: PostgresPool
+package final class HeraldServer: Sendable {
+    package let service: RequestPipeline
+    package let http: HTTPServer
+    package let database: PostgresPool
     /// Built-in delivery's own connections, so that delivering never takes one a request needs.
-    public let deliveryDatabase: PostgresPool
-    public let maintenance: Maintenance
+    package let deliveryDatabase: PostgresPool
+    package let maintenance: Maintenance
     /// Acts on digest windows that ended (SPEC §17).
-    public let digests: DigestCloser
+    package let digests: DigestCloser
     /// What runs, in start order; shutdown stops it in reverse (swift-service-lifecycle's shape).
-    let components: [any Component]
+    package let components: [any Component]
 
     /// The port actually bound (useful with port 0).
-    public var port: Int { http.port }
+    package var port: Int { http.port }
 
     /// Connects, migrates, and starts listening. Throws when the database is unreachable at start,
     /// a migration fails, or the address cannot be bound.
-    public init(configuration: Configuration, logger: Logger) throws {
+    package init(configuration: Configuration, logger: Logger) throws {
         guard let databaseURL = configuration.databaseURL else {
             throw ConfigurationError(variable: "DATABASE_URL", message: "is required")
         }
@@ -97,7 +97,7 @@ public final class HeraldServer: Sendable {
     /// parallel), the inbox refresher (≤ 30 s), the fan-out chunk (≤ 30 s), maintenance (≤ 10 s).
     /// Worst case: 25 s + the drain timeout + 90 s (145 s with the default 30); one after
     /// another the workers alone could take 160 s. deploy/ sizes its stop budgets from this.
-    public func shutdown() {
+    package func shutdown() {
         service.services.logger.info("shutting down", ["inFlight": .int(http.inFlight)])
         let listener = components.firstIndex { $0 is Listener } ?? 0
         for component in components[listener...].reversed() { component.stop() }
@@ -113,7 +113,7 @@ public final class HeraldServer: Sendable {
 }
 
 /// A part of a running Herald with a start and a stop.
-protocol Component: Sendable {
+package protocol Component: Sendable {
     func start() throws
     func stop()
 }
@@ -128,9 +128,9 @@ extension DigestCloser: Component {}
 extension DeliveryLoop: Component {}
 
 /// The HTTP server as a component: stopping it stops accepting and drains the requests in flight.
-struct Listener: Component {
-    let http: HTTPServer
-    let drainTimeoutSeconds: Double
-    func start() throws { try http.start() }
-    func stop() { http.shutdown(drainTimeoutSeconds: drainTimeoutSeconds) }
+package struct Listener: Component {
+    package let http: HTTPServer
+    package let drainTimeoutSeconds: Double
+    package func start() throws { try http.start() }
+    package func stop() { http.shutdown(drainTimeoutSeconds: drainTimeoutSeconds) }
 }

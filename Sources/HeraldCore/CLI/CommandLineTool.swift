@@ -7,15 +7,15 @@ import Postgres
 /// The `herald` command: `serve`, `migrate`, `apps …`, `keys …`, each with `--help`.
 ///
 /// Exit codes: 0 success, 1 failure (database, conflict, not found), 2 usage or configuration error.
-public struct CommandLineTool {
-    public static let version = "0.1.0"
+package struct CommandLineTool {
+    package static let version = "0.1.0"
 
-    let arguments: [String]
-    let environment: [String: String]
-    let output: (String) -> Void
-    let errorOutput: (String) -> Void
+    package let arguments: [String]
+    package let environment: [String: String]
+    package let output: (String) -> Void
+    package let errorOutput: (String) -> Void
 
-    public init(arguments: [String], environment: [String: String],
+    package init(arguments: [String], environment: [String: String],
                 output: @escaping (String) -> Void = { print($0) },
                 errorOutput: @escaping (String) -> Void = { CommandLineTool.writeStandardError($0) }) {
         self.arguments = arguments
@@ -24,16 +24,16 @@ public struct CommandLineTool {
         self.errorOutput = errorOutput
     }
 
-    struct UsageError: Error {
-        let message: String
-        let help: String
+    package struct UsageError: Error {
+        package let message: String
+        package let help: String
     }
 
-    struct Failure: Error {
-        let message: String
+    package struct Failure: Error {
+        package let message: String
     }
 
-    static let mainHelp = """
+    package static let mainHelp = """
         herald — notification routing for threaded chat
 
         Usage: herald <command> [options]
@@ -52,7 +52,7 @@ public struct CommandLineTool {
         Configuration comes from the environment; see `herald serve --help`.
         """
 
-    static var serveHelp: String {
+    package static var serveHelp: String {
         var text = """
             Usage: herald serve
 
@@ -68,14 +68,14 @@ public struct CommandLineTool {
         return text
     }
 
-    static let migrateHelp = """
+    package static let migrateHelp = """
         Usage: herald migrate
 
         Applies the SQL migrations (HERALD_MIGRATIONS_DIR, or sql/ found beside the binary) to
         DATABASE_URL in order, once each. Safe to run twice and from several hosts at once.
         """
 
-    static let appsHelp = """
+    package static let appsHelp = """
         Usage: herald apps create <id> [--exists-ok]
                herald apps list
 
@@ -83,7 +83,7 @@ public struct CommandLineTool {
         --exists-ok   succeed when the app exists already
         """
 
-    static let keysHelp = """
+    package static let keysHelp = """
         Usage: herald keys create --app <id> --role <ingest|worker|server> [--label <text>]
                herald keys list --app <id>
                herald keys revoke --app <id> <keyId>
@@ -93,7 +93,7 @@ public struct CommandLineTool {
         """
 
     /// Runs the command and returns the process exit code.
-    public func run() -> Int32 {
+    package func run() -> Int32 {
         do {
             try dispatch()
             return 0
@@ -302,7 +302,7 @@ public struct CommandLineTool {
         value.jsonText
     }
 
-    public static func writeStandardError(_ text: String) {
+    package static func writeStandardError(_ text: String) {
         let bytes = Array((text + "\n").utf8)
         bytes.withUnsafeBytes { _ = write(2, $0.baseAddress, $0.count) }
     }

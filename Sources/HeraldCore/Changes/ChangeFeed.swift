@@ -6,21 +6,21 @@ import Secrets
 /// SPEC §14: a user's change feed, read. What writes it is sql/functions/3_changes.sql (the
 /// triggers and the commit step that numbers each change) and, for pins and saves,
 /// `ChangeFeed.note` called by `SyncJobs`.
-struct ChangeFeed: Sendable {
-    static let expired = HTTPError(status: 410, code: "ERR_CURSOR_EXPIRED",
+package struct ChangeFeed: Sendable {
+    package static let expired = HTTPError(status: 410, code: "ERR_CURSOR_EXPIRED",
                                    message: "the cursor is older than the app's changeRetentionSeconds: read the state again and start a new feed",
                                    params: ["field": "cursor"])
-    static let invalidCursor = HTTPError.badRequest("cursor is not valid for this feed", field: "cursor")
+    package static let invalidCursor = HTTPError.badRequest("cursor is not valid for this feed", field: "cursor")
 
-    let app: String
-    let uid: String
-    let key: [UInt8]
+    package let app: String
+    package let uid: String
+    package let key: [UInt8]
 
     /// Where a reader is: after change `seq`, as of `time` (the last item's, or when the page was
     /// read; a cursor whose time is past the retention has lost changes to the purge).
-    struct Position: Equatable {
-        let seq: Int64
-        let time: Int64
+    package struct Position: Equatable {
+        package let seq: Int64
+        package let time: Int64
     }
 
     /// Binds a cursor to its app and user, so that another user's cursor is refused.
@@ -28,11 +28,11 @@ struct ChangeFeed: Sendable {
         Secrets.hex(Array(Secrets.sha256(app + "\u{1F}" + uid).prefix(8)))
     }
 
-    func encode(_ position: Position) -> String {
+    package func encode(_ position: Position) -> String {
         Cursor.encode(kind: "changes", [binding, String(position.seq), String(position.time)], key: key)
     }
 
-    func decode(_ cursor: String) throws(HTTPError) -> Position {
+    package func decode(_ cursor: String) throws(HTTPError) -> Position {
         let fields = try Cursor.decode(kind: "changes", fieldCount: 3, cursor, key: key)
         guard fields[0] == binding, let seq = Int64(fields[1]), seq >= 0, let time = Int64(fields[2]) else { throw Self.invalidCursor }
         return Position(seq: seq, time: time)
@@ -40,18 +40,18 @@ struct ChangeFeed: Sendable {
 
     /// The position "now": after the user's latest change. A change committing later is numbered
     /// after it (its transaction holds the user's lock, taken after every earlier one committed).
-    func now(on connection: PostgresConnection) throws -> Position {
+    package func now(on connection: PostgresConnection) throws -> Position {
         let rows = try connection.query("SELECT coalesce(max(seq), 0) FROM changes WHERE app = \(app) AND uid = \(uid)")
         return Position(seq: try rows.first?.decode(0, as: Int64.self) ?? 0, time: currentTimeMilliseconds())
     }
 
     /// 410 when the position is older than the retention.
-    func check(_ position: Position, retentionSeconds: Int) throws(HTTPError) {
+    package func check(_ position: Position, retentionSeconds: Int) throws(HTTPError) {
         if position.time < currentTimeMilliseconds() - Int64(retentionSeconds) * 1000 { throw Self.expired }
     }
 
     /// The page after `position`: one range scan of `changes_feed`.
-    func page(after position: Position, limit: Int, on connection: PostgresConnection) throws -> FeedPage {
+    package func page(after position: Position, limit: Int, on connection: PostgresConnection) throws -> FeedPage {
         let rows = try connection.query("""
             SELECT c.seq, c.at, (CASE c.kind
                 WHEN 'subscription' THEN jsonb_build_object('type', c.kind, 'parentMessageId', c.subject, 'subscribed', c.flag,
@@ -88,15 +88,15 @@ struct ChangeFeed: Sendable {
 
     /// A change to be numbered at commit (sql/functions/3_changes.sql): what `SyncJobs` notes for
     /// pins and saves, whose readers (a conversation's members) no table trigger knows.
-    struct Note {
-        let uid: String
-        let kind: String
-        let subject: String
-        var actor: String? = nil
+    package struct Note {
+        package let uid: String
+        package let kind: String
+        package let subject: String
+        package var actor: String? = nil
     }
 
     /// Notes `notes` in the transaction of `connection`, in this order.
-    static func note(app: String, _ notes: [Note], on connection: PostgresConnection) throws {
+    package static func note(app: String, _ notes: [Note], on connection: PostgresConnection) throws {
         guard !notes.isEmpty else { return }
         try connection.query("""
             INSERT INTO changes_pending (app, uid, kind, subject, actor)
@@ -109,12 +109,12 @@ struct ChangeFeed: Sendable {
 
 /// A feed page: SPEC §3's envelope, where `next` is always there (the feed goes on) and
 /// `hasMore` says whether more is there now.
-struct FeedPage: JSONWritable, Sendable {
-    let items: [RawJSON]
-    let next: String
-    let hasMore: Bool
+package struct FeedPage: JSONWritable, Sendable {
+    package let items: [RawJSON]
+    package let next: String
+    package let hasMore: Bool
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { envelope in
             envelope.field("data", array: items)
             envelope.field("meta") { meta in

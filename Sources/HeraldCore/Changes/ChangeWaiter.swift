@@ -9,20 +9,20 @@ import Synchronization
 /// is read once when it starts waiting (closing the gap between its first read and its
 /// registration) and again only if the listener lost its connection (then every second, until
 /// it is back).
-public final class ChangeWaiter: Sendable {
-    struct Waiting: Sendable {
-        let app: String
-        let key: String
-        let deadline: UInt64
-        let deferral: Deferral
+package final class ChangeWaiter: Sendable {
+    package struct Waiting: Sendable {
+        package let app: String
+        package let key: String
+        package let deadline: UInt64
+        package let deferral: Deferral
         /// The page when there are changes now, else nil.
-        let attempt: @Sendable (PostgresConnection) throws -> Response?
+        package let attempt: @Sendable (PostgresConnection) throws -> Response?
         /// The answer when the time is up.
-        let empty: @Sendable () -> Response
+        package let empty: @Sendable () -> Response
     }
 
-    let database: PostgresPool
-    public let gate: LongPollGate
+    package let database: PostgresPool
+    package let gate: LongPollGate
     /// A feed stays registered from `wait` until it is answered, so a notification that comes
     /// while a pass reads it (or reads others) marks it due for the next pass: never lost.
     private let state = Mutex(WaitingSet<Waiting>())
@@ -30,20 +30,20 @@ public final class ChangeWaiter: Sendable {
     private let closed = Atomic<Bool>(false)
     /// Whether the listener is connected (set by `NotificationListener`); without it the
     /// waiting feeds are read every second.
-    let listening = Atomic<Bool>(false)
+    package let listening = Atomic<Bool>(false)
 
-    public init(database: PostgresPool, gate: LongPollGate) {
+    package init(database: PostgresPool, gate: LongPollGate) {
         self.database = database
         self.gate = gate
     }
 
-    static func key(app: String, uid: String) -> String { app + "\u{1F}" + uid }
+    package static func key(app: String, uid: String) -> String { app + "\u{1F}" + uid }
 
     /// Feeds waiting now.
-    public var waitingCount: Int { state.withLock { $0.count } }
+    package var waitingCount: Int { state.withLock { $0.count } }
 
     /// Registers a feed to wait; `429 ERR_OVERLOADED` when the gate has no slot for it.
-    func wait(_ item: Waiting) throws(HTTPError) {
+    package func wait(_ item: Waiting) throws(HTTPError) {
         if closed.load(ordering: .relaxed) {
             item.deferral.complete(item.empty())
             return
@@ -54,24 +54,24 @@ public final class ChangeWaiter: Sendable {
     }
 
     /// These users' feeds changed (a notification's payload).
-    func changed(_ keys: some Sequence<String>) {
+    package func changed(_ keys: some Sequence<String>) {
         if state.withLock({ $0.markDue(keys) }) { loop.wake() }
     }
 
     /// Every waiting feed may have changed (the listener connected again).
-    func changedAll() {
+    package func changedAll() {
         state.withLock { $0.markAllDue() }
         loop.wake()
     }
 
-    public func start() {
+    package func start() {
         closed.store(false, ordering: .relaxed)
         loop.start(pass: { [self] in pass() }, drain: { [self] in
             for (id, item) in state.withLock({ Array($0.items) }) { finish(id, item.empty()) }
         })
     }
 
-    public func stop() {
+    package func stop() {
         closed.store(true, ordering: .relaxed)
         loop.stop(timeout: 10)
     }

@@ -3,12 +3,12 @@ import JSON
 
 /// SPEC §14: `GET /v1/users/{uid}/changes?cursor&limit&waitSeconds` (server role; mirrored on
 /// `/v1/me/changes`).
-enum ChangesAPI {
-    static func register(in router: inout Router<Route>) {
+package enum ChangesAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/changes", Route(access: .server, handler: changes))
     }
 
-    static func changes(_ context: RequestContext) throws -> Response {
+    package static func changes(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         var wait = 0

@@ -9,20 +9,20 @@ import Synchronization
 /// instance on the database, so a change committed by one instance wakes a feed waiting on
 /// another. When the connection is lost it connects again every second; meanwhile, and once
 /// it is back, the waiters look for themselves.
-public final class NotificationListener: Sendable {
+package final class NotificationListener: Sendable {
     /// nil: nothing to listen on (behind a transaction pooler without `HERALD_LISTEN_DATABASE_URL`);
     /// the waiters then look for themselves.
-    let connectionString: String?
-    let changes: ChangeWaiter
-    let jobs: JobWaiter
+    package let connectionString: String?
+    package let changes: ChangeWaiter
+    package let jobs: JobWaiter
     /// Built-in delivery's deliverers, woken for their app's new jobs too.
-    let delivery: DeliveryLoop?
-    let logger: Logger
+    package let delivery: DeliveryLoop?
+    package let logger: Logger
     private let stopping = Atomic<Bool>(false)
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 
-    public init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, delivery: DeliveryLoop? = nil, logger: Logger) {
+    package init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, delivery: DeliveryLoop? = nil, logger: Logger) {
         self.connectionString = connectionString
         self.changes = changes
         self.jobs = jobs
@@ -30,7 +30,7 @@ public final class NotificationListener: Sendable {
         self.logger = logger
     }
 
-    public func start() {
+    package func start() {
         guard connectionString != nil else { return }
         guard !running.exchange(true, ordering: .relaxed) else { return }
         stopping.store(false, ordering: .relaxed)
@@ -40,7 +40,7 @@ public final class NotificationListener: Sendable {
         }
     }
 
-    public func stop() {
+    package func stop() {
         guard running.load(ordering: .relaxed) else { return }
         stopping.store(true, ordering: .relaxed)
         _ = finished.wait(timeout: .now() + 5)

@@ -3,22 +3,22 @@ import FoundationEssentials
 /// The operator console (SPEC §16): the files of `console/` (plain HTML, CSS and JavaScript
 /// modules, no build step), found at start-up the way `sql/` is (`HERALD_CONSOLE_DIR` names
 /// another folder), read once and served from memory.
-public struct ConsoleFiles: Sendable {
-    public struct File: Sendable {
-        public let contentType: String
-        public let bytes: [UInt8]
+package struct ConsoleFiles: Sendable {
+    package struct File: Sendable {
+        package let contentType: String
+        package let bytes: [UInt8]
     }
 
     /// By file name (`index.html`, `console.js`, …).
-    public let files: [String: File]
+    package let files: [String: File]
 
-    static let contentTypes = [
+    package static let contentTypes = [
         "html": "text/html; charset=utf-8", "js": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
         "svg": "image/svg+xml", "png": "image/png", "json": "application/json",
     ]
-    static let maxFileBytes = 2 * 1024 * 1024
+    package static let maxFileBytes = 2 * 1024 * 1024
 
-    public static func load(configured: String?) throws -> ConsoleFiles {
+    package static func load(configured: String?) throws -> ConsoleFiles {
         let directory = configured ?? Resources.locate("console") { FileManager.default.isReadableFile(atPath: $0 + "/index.html") }
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory),
               names.contains("index.html") else {
@@ -34,7 +34,7 @@ public struct ConsoleFiles: Sendable {
     }
 
     /// A plain file name of a served type: no path, no hidden file.
-    static func isServable(_ name: String) -> Bool {
+    package static func isServable(_ name: String) -> Bool {
         !name.hasPrefix(".") && !name.contains("/") && name.contains(".") && contentTypes[String(name.split(separator: ".").last!)] != nil
     }
 }

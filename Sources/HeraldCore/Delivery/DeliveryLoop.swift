@@ -14,21 +14,21 @@ import Synchronization
 /// app only — by this instance's ingest, and by `NOTIFY herald_jobs` (any instance's new jobs).
 /// Without the listener it looks every second, as every deliverer did before: then 150 apps
 /// with failing receivers claimed 150 times a second, and every ingest woke all of them.
-public final class DeliveryLoop: Sendable {
-    let database: PostgresPool
-    let metrics: Metrics
-    let logger: Logger
+package final class DeliveryLoop: Sendable {
+    package let database: PostgresPool
+    package let metrics: Metrics
+    package let logger: Logger
     /// `HERALD_DELIVERY_ALLOW_PRIVATE`: whether receivers may be at internal addresses.
-    let allowPrivateAddresses: Bool
+    package let allowPrivateAddresses: Bool
     /// `HERALD_DELIVERY_CA_FILE`: certificate authorities trusted besides the system's.
-    let caFile: String?
+    package let caFile: String?
     private let loop = BackgroundLoop(label: "herald.delivery")
     private let deliverers = Mutex<[String: AppDeliverer]>([:])
     /// Whether `NotificationListener` listens (set by it): only then can an idle deliverer
     /// sleep past a second, since other instances' new jobs reach it only as a NOTIFY.
-    let listening = Atomic<Bool>(false)
+    package let listening = Atomic<Bool>(false)
 
-    public init(database: PostgresPool, metrics: Metrics, logger: Logger, allowPrivateAddresses: Bool = false, caFile: String? = nil) {
+    package init(database: PostgresPool, metrics: Metrics, logger: Logger, allowPrivateAddresses: Bool = false, caFile: String? = nil) {
         self.database = database
         self.metrics = metrics
         self.logger = logger
@@ -37,19 +37,19 @@ public final class DeliveryLoop: Sendable {
     }
 
     /// New jobs may exist for any app (the listener connected again): every deliverer looks now.
-    public func wake() {
+    package func wake() {
         for deliverer in deliverers.withLock({ Array($0.values) }) { deliverer.wake() }
     }
 
     /// New jobs of `app` may exist: its deliverer, if it has one here, looks now.
-    public func wake(app: String) {
+    package func wake(app: String) {
         deliverers.withLock { $0[app] }?.wake()
     }
 
     /// An app's settings changed: read them now.
-    public func refresh() { loop.wake() }
+    package func refresh() { loop.wake() }
 
-    public func start() {
+    package func start() {
         loop.start(pass: { [self] in
             do {
                 try reconcile()
@@ -64,7 +64,7 @@ public final class DeliveryLoop: Sendable {
 
     /// Stops deliverers together (each finishes its requests in flight and gives back what it
     /// did not send), not one after another.
-    static func stopAll(_ deliverers: [AppDeliverer]) {
+    package static func stopAll(_ deliverers: [AppDeliverer]) {
         let group = DispatchGroup()
         for deliverer in deliverers {
             DispatchQueue.global().async(group: group) { deliverer.stop() }
@@ -72,7 +72,7 @@ public final class DeliveryLoop: Sendable {
         group.wait()
     }
 
-    public func stop() { loop.stop(timeout: 90) }
+    package func stop() { loop.stop(timeout: 90) }
 
     /// Starts a deliverer for each app that delivers, passes it its settings, and stops those
     /// of apps that no longer do.
@@ -119,11 +119,11 @@ public final class DeliveryLoop: Sendable {
 /// outcomes of batch N-1 in one transaction — acknowledged, retried after the receiver's
 /// `Retry-After` or the backoff, or dead — and claims batch N+1. When delivery stops, a batch
 /// claimed but not sent is given back to the queue as it was.
-final class AppDeliverer: Sendable {
-    let app: String
-    let database: PostgresPool
-    let metrics: Metrics
-    let logger: Logger
+package final class AppDeliverer: Sendable {
+    package let app: String
+    package let database: PostgresPool
+    package let metrics: Metrics
+    package let logger: Logger
     private let settings: Mutex<DeliverySettings>
     private let loop: BackgroundLoop
     private let client: HTTPClient
@@ -136,44 +136,44 @@ final class AppDeliverer: Sendable {
 
     /// Claimed jobs and what to send them with: the settings they were claimed under (their
     /// lease was computed from them), whatever changes meanwhile.
-    struct Batch: Sendable {
-        let jobs: [JobPayload]
-        let secrets: [WebhookSecret]
-        let settings: DeliverySettings
+    package struct Batch: Sendable {
+        package let jobs: [JobPayload]
+        package let secrets: [WebhookSecret]
+        package let settings: DeliverySettings
         /// Direct delivery's keys (none in the other modes).
-        var credentials: [DeliveryCredentials.Stored] = []
+        package var credentials: [DeliveryCredentials.Stored] = []
     }
 
     /// Jobs per claim: enough to keep `concurrency` requests busy between two claims (32 rounds),
     /// and few enough that the lease fits in the queue's longest (an hour) with slow timeouts.
-    static func batchSize(_ settings: DeliverySettings) -> Int {
+    package static func batchSize(_ settings: DeliverySettings) -> Int {
         let rounds = min(32, max(1, (3570 * 1000) / (2 * settings.timeoutMs)))
         return min(1000, settings.concurrency * rounds)
     }
 
     /// The lease covers, at the worst (every request times out), waiting for the batch before
     /// and sending this one.
-    static func leaseSeconds(_ settings: DeliverySettings) -> Int {
+    package static func leaseSeconds(_ settings: DeliverySettings) -> Int {
         let rounds = (batchSize(settings) + settings.concurrency - 1) / settings.concurrency
         return min(3600, (2 * rounds * settings.timeoutMs + 999) / 1000 + 30)
     }
 
     /// After a batch shorter than a claim, the next look: the queue was empty a moment ago.
-    static let idleSeconds = 1.0
+    package static let idleSeconds = 1.0
     /// The longest sleep of a deliverer with nothing due (new jobs wake it sooner).
-    static let longestIdleSeconds = 30.0
+    package static let longestIdleSeconds = 30.0
     /// Whether the notification listener listens (DeliveryLoop.listening).
     private let listening: @Sendable () -> Bool
 
     /// How long to sleep after a claim found nothing: until the app's next job is due (a retry,
     /// a lease's end), at most 30 s, when new jobs wake this deliverer; a second when they
     /// cannot (no listener), as before.
-    func idle(nextDue: Double?) -> Double {
+    package func idle(nextDue: Double?) -> Double {
         guard listening() else { return Self.idleSeconds }
         return min(max(nextDue ?? Self.longestIdleSeconds, 0.001), Self.longestIdleSeconds)
     }
 
-    init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger,
+    package init(app: String, settings: DeliverySettings, database: PostgresPool, metrics: Metrics, logger: Logger,
          allowPrivateAddresses: Bool, caFile: String?, listening: @escaping @Sendable () -> Bool = { false }) {
         self.app = app
         self.listening = listening
@@ -185,10 +185,10 @@ final class AppDeliverer: Sendable {
         loop = BackgroundLoop(label: "herald.delivery.app")
     }
 
-    func update(_ next: DeliverySettings) { settings.withLock { $0 = next } }
-    func wake() { loop.wake() }
+    package func update(_ next: DeliverySettings) { settings.withLock { $0 = next } }
+    package func wake() { loop.wake() }
 
-    func start() {
+    package func start() {
         loop.start(pass: { [self] in pass() }, drain: { [self] in
             lane.sync {}   // the last outcomes are recorded
             guard let batch = prefetched.withLock({ state in defer { state = nil }; return state }) else { return }
@@ -200,7 +200,7 @@ final class AppDeliverer: Sendable {
         })
     }
 
-    func stop() { loop.stop(timeout: 60) }
+    package func stop() { loop.stop(timeout: 60) }
 
     /// Claims a batch; with none, when the app's next job comes due (seconds; nil: none will).
     private func claim(_ settings: DeliverySettings) throws -> (batch: Batch?, nextDue: Double?) {
@@ -334,12 +334,12 @@ private final class LaneResult: Sendable {
     private let value = Mutex<AppDeliverer.Batch?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
-    func finish(_ batch: AppDeliverer.Batch?) {
+    package func finish(_ batch: AppDeliverer.Batch?) {
         value.withLock { $0 = batch }
         done.signal()
     }
 
-    func wait() -> AppDeliverer.Batch? {
+    package func wait() -> AppDeliverer.Batch? {
         done.wait()
         return value.withLock { $0 }
     }

@@ -4,9 +4,9 @@ import JSON
 
 /// What built-in delivery sends for a job and what an answer means (SPEC §13.3). Pure: the loop
 /// (`AppDeliverer`) claims, sends and records; the rules are here.
-enum DeliveryRequest {
+package enum DeliveryRequest {
     /// What to do with a job after its request.
-    enum Outcome: Equatable {
+    package enum Outcome: Equatable {
         /// Acknowledge it; remove these devices (the receiver or gorush refused their tokens).
         case delivered(invalidDevices: [String])
         /// Retry after `afterMs` (the receiver's `Retry-After`), else after the backoff. Direct
@@ -21,7 +21,7 @@ enum DeliveryRequest {
     /// The request for a job, not signed yet (`sign` does, when it is sent); nil when there is
     /// nothing to send (gorush mode, and no device on a platform gorush serves), which
     /// acknowledges the job.
-    static func make(job: JobPayload, settings: DeliverySettings) -> OutboundRequest? {
+    package static func make(job: JobPayload, settings: DeliverySettings) -> OutboundRequest? {
         var body: [UInt8]
         switch settings.mode {
         case .pull, .direct:
@@ -44,7 +44,7 @@ enum DeliveryRequest {
     /// Adds `webhook-timestamp` (now: Standard Webhooks receivers refuse a timestamp more than 5
     /// minutes away from theirs, so it is the time of sending, not of the batch) and
     /// `webhook-signature`, one signature per live secret.
-    static func sign(_ request: inout OutboundRequest, jobID: Int64, secrets: [WebhookSecret], nowSeconds: Int64) {
+    package static func sign(_ request: inout OutboundRequest, jobID: Int64, secrets: [WebhookSecret], nowSeconds: Int64) {
         request.headers.append("webhook-timestamp: \(nowSeconds)")
         guard !secrets.isEmpty else { return }
         request.headers.append("webhook-signature: "
@@ -52,16 +52,16 @@ enum DeliveryRequest {
     }
 
     /// gorush platforms (its `POST /api/push`): 1 iOS (APNs), 2 Android (FCM).
-    static let gorushPlatforms: [Platform: Int] = [.apns: 1, .fcm: 2]
+    package static let gorushPlatforms: [Platform: Int] = [.apns: 1, .fcm: 2]
 
     /// The job as gorush notifications: one per platform (and, for APNs, per topic and
     /// environment) of the job's devices. Devices on other platforms (webpush, webhook) are not
     /// gorush's; nil when no device is left.
-    static func gorushBody(_ job: JobPayload) -> [UInt8]? {
+    package static func gorushBody(_ job: JobPayload) -> [UInt8]? {
         struct Key: Hashable {
-            let platform: Int
-            let topic: String?
-            let sandbox: Bool
+            package let platform: Int
+            package let topic: String?
+            package let sandbox: Bool
         }
         var order: [Key] = []
         var tokens: [Key: [String]] = [:]
@@ -161,7 +161,7 @@ enum DeliveryRequest {
     /// gorush's `data`, without nulls. For Android every value is a string — gorush formats
     /// each value with Go's `%s`, which turns a number into `%!s(int=3)` and a null into
     /// `%!s(<nil>)` — so numbers and arrays go as their JSON text; for iOS they stay JSON.
-    static func writeGorushData(_ pairs: [(String, JSONValue)], android: Bool, to item: inout JSONWriter) {
+    package static func writeGorushData(_ pairs: [(String, JSONValue)], android: Bool, to item: inout JSONWriter) {
         item.field("data") { $0.object { data in
             for (name, value) in pairs where value != .null {
                 data.field(name, android ? fcmDataValue(value) : value)
@@ -171,7 +171,7 @@ enum DeliveryRequest {
 
     /// A value of FCM's `data`, which holds strings only (gorush's Android notifications, and
     /// direct delivery's FCM messages): a string as it is, anything else as its JSON text.
-    static func fcmDataValue(_ value: JSONValue) -> JSONValue {
+    package static func fcmDataValue(_ value: JSONValue) -> JSONValue {
         if case .string = value { return value }
         var text = JSONWriter()
         text.value(value)
@@ -179,7 +179,7 @@ enum DeliveryRequest {
     }
 
     /// What an answer (or its absence) means for the job.
-    static func outcome(of response: OutboundResponse, mode: DeliverySettings.Mode, job: JobPayload, nowMs: Int64) -> Outcome {
+    package static func outcome(of response: OutboundResponse, mode: DeliverySettings.Mode, job: JobPayload, nowMs: Int64) -> Outcome {
         if let failure = response.failure {
             switch failure {
             case .notSent: return .notSent
@@ -203,14 +203,14 @@ enum DeliveryRequest {
     }
 
     /// `Retry-After` (RFC 9110 §10.2.3): delay-seconds or an HTTP-date; at most a day.
-    static func retryAfterMs(_ value: String, nowMs: Int64) -> Int64? {
+    package static func retryAfterMs(_ value: String, nowMs: Int64) -> Int64? {
         if let seconds = Int64(value), seconds >= 0 { return min(seconds, 86_400) * 1000 }
         guard let date = httpDateMs(value) else { return nil }
         return min(max(0, date - nowMs), 86_400_000)
     }
 
     /// An IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) as epoch milliseconds.
-    static func httpDateMs(_ value: String) -> Int64? {
+    package static func httpDateMs(_ value: String) -> Int64? {
         let parts = value.split(separator: " ")
         guard parts.count == 6, parts[5] == "GMT", let day = Int(parts[1]), let year = Int(parts[3]) else { return nil }
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
@@ -230,7 +230,7 @@ enum DeliveryRequest {
     }
 
     /// A webhook receiver's `{"invalidDevices": ["<deviceId>", …]}` (other bodies: none).
-    static func webhookInvalidDevices(_ body: [UInt8]) -> [String] {
+    package static func webhookInvalidDevices(_ body: [UInt8]) -> [String] {
         guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body),
               case .array(let ids)? = object["invalidDevices"] else { return [] }
         return ids.prefix(DeviceStore.maxPerUser).compactMap { id in
@@ -242,13 +242,13 @@ enum DeliveryRequest {
     /// The errors of a `failed-push` that say the token itself is bad (APNs' reasons, FCM's
     /// codes and messages), lower-cased. Other failures (APNs or FCM down, throttled, a network
     /// error) say nothing about the device, which stays.
-    static let badTokenErrors = ["unregistered", "baddevicetoken", "devicetokennotfortopic", "notregistered", "not-registered",
+    package static let badTokenErrors = ["unregistered", "baddevicetoken", "devicetokennotfortopic", "notregistered", "not-registered",
                                  "invalidregistration", "invalid-registration-token", "mismatchsenderid",
                                  "requested entity was not found"]
 
     /// The job's devices whose tokens gorush logged as `failed-push` with a bad-token error
     /// (its answer in sync mode).
-    static func gorushFailedDevices(_ body: [UInt8], job: JobPayload) -> [String] {
+    package static func gorushFailedDevices(_ body: [UInt8], job: JobPayload) -> [String] {
         guard !body.isEmpty, case .object(let object)? = try? JSONParser.parse(body), case .array(let logs)? = object["logs"] else {
             return []
         }
@@ -263,7 +263,7 @@ enum DeliveryRequest {
     }
 
     /// A metrics label for an answer: its status class, `timeout` or `error`.
-    static func statusClass(_ response: OutboundResponse) -> String {
+    package static func statusClass(_ response: OutboundResponse) -> String {
         switch response.failure {
         case .timeout?: return "timeout"
         case .some: return "error"

@@ -1,13 +1,13 @@
 import Postgres
 
 /// The signing secrets of built-in delivery (SPEC §13.3), in `delivery_secrets`.
-struct DeliverySecretStore {
+package struct DeliverySecretStore {
     /// How long a secret keeps signing after the rotation that replaced it.
-    static let overlapMs: Int64 = 24 * 3600 * 1000
+    package static let overlapMs: Int64 = 24 * 3600 * 1000
 
     /// Makes a new current secret. The current one, if any, signs for 24 hours more; secrets
     /// already expired are removed. Runs in the caller's transaction, under the settings lock.
-    func rotate(app: String, on connection: PostgresConnection) throws -> WebhookSecret {
+    package func rotate(app: String, on connection: PostgresConnection) throws -> WebhookSecret {
         try connection.query("DELETE FROM delivery_secrets WHERE app = \(app) AND expires_at <= herald_now_ms()")
         try connection.query("UPDATE delivery_secrets SET expires_at = herald_now_ms() + \(Self.overlapMs)::bigint WHERE app = \(app) AND expires_at IS NULL")
         let secret = WebhookSecret.generate()
@@ -16,12 +16,12 @@ struct DeliverySecretStore {
     }
 
     /// Removes every secret of the app (its settings were reset).
-    func removeAll(app: String, on connection: PostgresConnection) throws {
+    package func removeAll(app: String, on connection: PostgresConnection) throws {
         try connection.query("DELETE FROM delivery_secrets WHERE app = \(app)")
     }
 
     /// The live secrets, newest first.
-    func live(app: String, on connection: PostgresConnection) throws -> [WebhookSecret] {
+    package func live(app: String, on connection: PostgresConnection) throws -> [WebhookSecret] {
         try connection.query("""
             SELECT secret FROM delivery_secrets WHERE app = \(app) AND (expires_at IS NULL OR expires_at > herald_now_ms())
              ORDER BY id DESC

@@ -5,30 +5,30 @@ import JSON
 /// The app setting `delivery` (SPEC §13.3): who sends the app's jobs. `pull`: push senders claim
 /// them (SPEC §9); `webhook` and `gorush`: Herald claims them and POSTs each to `url`; `direct`:
 /// Herald sends each to its devices through APNs, FCM and Web Push (SPEC §13.4, `DirectSettings`).
-public struct DeliverySettings: Sendable, Equatable {
-    public enum Mode: String, Sendable, CaseIterable {
+package struct DeliverySettings: Sendable, Equatable {
+    package enum Mode: String, Sendable, CaseIterable {
         case pull, webhook, gorush, direct
     }
 
-    public var mode = Mode.pull
-    public var url: String?
-    public var timeoutMs = 5000
-    public var concurrency = 8
+    package var mode = Mode.pull
+    package var url: String?
+    package var timeoutMs = 5000
+    package var concurrency = 8
     /// Whether a signing secret exists: read from the secrets (`PreferenceStore.settings`),
     /// never stored or patched.
-    public var secretSet = false
+    package var secretSet = false
     /// The providers of `direct` (SPEC §13.4); nil: none, and that platform's devices are skipped.
-    public var apns: APNsSettings?
-    public var fcm: FCMSettings?
-    public var webpush: WebPushSettings?
+    package var apns: APNsSettings?
+    package var fcm: FCMSettings?
+    package var webpush: WebPushSettings?
     /// The secrets the last `apply` was given or removed, for the PATCH to store; never shown.
-    var credentialChanges: [CredentialChange] = []
+    package var credentialChanges: [CredentialChange] = []
 
-    static let timeoutRange = 100...60_000
-    static let concurrencyRange = 1...64
-    static let maxURLLength = 2048
+    package static let timeoutRange = 100...60_000
+    package static let concurrencyRange = 1...64
+    package static let maxURLLength = 2048
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object: [String: JSONValue] = ["mode": .string(mode.rawValue), "timeoutMs": .int(timeoutMs),
                                            "concurrency": .int(concurrency), "secretSet": .bool(secretSet)]
         object["url"] = url.map(JSONValue.string) ?? .null
@@ -41,7 +41,7 @@ public struct DeliverySettings: Sendable, Equatable {
     /// Merges a PATCH of `delivery` (fields not given keep their value); `stored` (a stored
     /// document) passes over `secretSet`, which documents stored before it was derived carry. A
     /// push mode needs a `url`.
-    mutating func apply(patch: JSONValue, field: String, stored: Bool = false) throws(HTTPError) {
+    package mutating func apply(patch: JSONValue, field: String, stored: Bool = false) throws(HTTPError) {
         guard case .object(let object) = patch else {
             throw PreferenceField.invalid("\(field) must be an object", field: field)
         }
@@ -96,14 +96,14 @@ public struct DeliverySettings: Sendable, Equatable {
 
     /// Why a URL is refused, or a send failed for good, when its host is internal: the same words
     /// for both, and never the address (which would tell what an internal name resolves to).
-    static let internalAddressMessage = "the delivery URL's host is, or resolves to, a loopback, private, link-local, "
+    package static let internalAddressMessage = "the delivery URL's host is, or resolves to, a loopback, private, link-local, "
         + "unique-local or unspecified address (HERALD_DELIVERY_ALLOW_PRIVATE=1 allows it)"
 
     /// SPEC §13.3: a `delivery.url` in `patch` whose host is, or resolves to, an internal address
     /// is `400 ERR_BAD_REQUEST` naming `delivery.url`, unless private addresses are allowed. Run
     /// before the settings are read and saved (it may wait on DNS); each connection is checked
     /// again when a job is sent (`HTTPClient`).
-    static func checkAddress(inPatch patch: JSONValue, allowPrivate: Bool) throws(HTTPError) {
+    package static func checkAddress(inPatch patch: JSONValue, allowPrivate: Bool) throws(HTTPError) {
         guard !allowPrivate else { return }
         for (field, url) in endpoints(inPatch: patch) where OutboundAddress.isInternal(url: url) {
             throw HTTPError.badRequest(internalAddressMessage, field: field)
@@ -111,7 +111,7 @@ public struct DeliverySettings: Sendable, Equatable {
     }
 
     /// `http://` or `https://`, a host, no whitespace or control characters.
-    static func isValidURL(_ text: String) -> Bool {
+    package static func isValidURL(_ text: String) -> Bool {
         guard text.utf8.count <= maxURLLength, !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F }) else {
             return false
         }

@@ -5,25 +5,25 @@ import Secrets
 /// Direct delivery (SPEC §13.4): what Herald sends to APNs, FCM and a browser's push service for
 /// one (job, device), and what each answer means for that device. Pure, like `DeliveryRequest`:
 /// credentials and provider tokens come in, requests and outcomes go out.
-enum DirectRequests {
-    struct APNsCredentials {
-        let topic: String?
-        let endpoint: String
-        let sandboxEndpoint: String
+package enum DirectRequests {
+    package struct APNsCredentials {
+        package let topic: String?
+        package let endpoint: String
+        package let sandboxEndpoint: String
     }
 
-    struct FCMCredentials {
-        let projectID: String
-        let endpoint: String
+    package struct FCMCredentials {
+        package let projectID: String
+        package let endpoint: String
     }
 
-    struct WebPushCredentials {
-        let subject: String
-        let key: PrivateKey
+    package struct WebPushCredentials {
+        package let subject: String
+        package let key: PrivateKey
     }
 
     /// What became of one device's push.
-    enum DeviceOutcome: Equatable {
+    package enum DeviceOutcome: Equatable {
         case sent
         /// The provider says the token is no good: the device is removed.
         case removed(reason: String)
@@ -36,17 +36,17 @@ enum DirectRequests {
     }
 
     /// `clear`, `retract` and `sync` jobs change what a device shows without alerting.
-    static func isSilent(_ job: JobPayload) -> Bool { job.removal != nil || job.sync != nil }
+    package static func isSilent(_ job: JobPayload) -> Bool { job.removal != nil || job.sync != nil }
 
     /// The job as pushed inside a provider's payload: its JSON without `notification` and
     /// `devices` (SPEC §13.4's `herald` member), written directly.
-    static func heraldJSON(_ job: JobPayload) -> [UInt8] {
+    package static func heraldJSON(_ job: JobPayload) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 1024)
         job.write(to: &writer, withDevices: false, withNotification: false)
         return Array(writer.text.utf8)
     }
 
-    static func json(_ value: JSONValue) -> [UInt8] {
+    package static func json(_ value: JSONValue) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 1024)
         writer.value(value)
         return Array(writer.text.utf8)
@@ -55,7 +55,7 @@ enum DirectRequests {
     // MARK: APNs
 
     /// `POST {endpoint}/3/device/{token}` over HTTP/2 with the provider token (SPEC §13.4).
-    static func apns(job: JobPayload, device: Device.Target, credentials: APNsCredentials, providerToken: String,
+    package static func apns(job: JobPayload, device: Device.Target, credentials: APNsCredentials, providerToken: String,
                      timeoutMs: Int) -> OutboundRequest {
         let silent = isSilent(job)
         var headers = ["authorization: bearer \(providerToken)",
@@ -88,7 +88,7 @@ enum DirectRequests {
 
     /// APNs' answer (SPEC §13.4): 410, or 400 BadDeviceToken, DeviceTokenNotForTopic or
     /// Unregistered, removes the device; 403 ExpiredProviderToken renews the token.
-    static func apnsOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
+    package static func apnsOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
         if let failure = transportOutcome(response) { return failure }
         let reason = errorReason(response.body, key: "reason")
         switch response.status {
@@ -105,7 +105,7 @@ enum DirectRequests {
     // MARK: FCM
 
     /// `POST {endpoint}/v1/projects/{projectId}/messages:send` with the access token (SPEC §13.4).
-    static func fcm(job: JobPayload, device: Device.Target, credentials: FCMCredentials, accessToken: String,
+    package static func fcm(job: JobPayload, device: Device.Target, credentials: FCMCredentials, accessToken: String,
                     timeoutMs: Int) -> OutboundRequest {
         let silent = isSilent(job)
         // every data value a string, nulls left out, plus the job's id and kind
@@ -131,7 +131,7 @@ enum DirectRequests {
 
     /// The access token request of Google's JWT bearer grant (RFC 7523 §2.1): the assertion
     /// POSTed form-encoded to the service account's `token_uri`.
-    static func fcmTokenRequest(assertion: String, tokenURI: String, timeoutMs: Int) -> OutboundRequest {
+    package static func fcmTokenRequest(assertion: String, tokenURI: String, timeoutMs: Int) -> OutboundRequest {
         // a JWS is base64url and dots: nothing in it needs escaping in a form
         let body = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=" + assertion
         return OutboundRequest(url: tokenURI, headers: [], body: Array(body.utf8), timeoutMs: timeoutMs,
@@ -139,7 +139,7 @@ enum DirectRequests {
     }
 
     /// The token endpoint's answer: the access token and its lifetime in seconds.
-    static func fcmAccessToken(_ response: OutboundResponse) -> (token: String, expiresIn: Int)? {
+    package static func fcmAccessToken(_ response: OutboundResponse) -> (token: String, expiresIn: Int)? {
         guard response.failure == nil, response.status == 200, case .object(let object)? = try? JSONParser.parse(response.body),
               case .string(let token)? = object["access_token"], !token.isEmpty else { return nil }
         let expires: Int = if case .int(let seconds)? = object["expires_in"] { seconds } else { 3600 }
@@ -148,7 +148,7 @@ enum DirectRequests {
 
     /// FCM's answer (SPEC §13.4): 404, or 400 UNREGISTERED or an INVALID_ARGUMENT about the token,
     /// removes the device; 401 renews the access token.
-    static func fcmOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
+    package static func fcmOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
         if let failure = transportOutcome(response) { return failure }
         let (status, code, message) = fcmError(response.body)
         switch response.status {
@@ -164,7 +164,7 @@ enum DirectRequests {
     }
 
     /// `{"error": {"status", "message", "details": [{"errorCode"}]}}`.
-    static func fcmError(_ body: [UInt8]) -> (status: String?, code: String?, message: String?) {
+    package static func fcmError(_ body: [UInt8]) -> (status: String?, code: String?, message: String?) {
         guard !body.isEmpty, case .object(let root)? = try? JSONParser.parse(body), case .object(let error)? = root["error"] else {
             return (nil, nil, nil)
         }
@@ -181,7 +181,7 @@ enum DirectRequests {
 
     /// A `webpush` device's token: the browser's PushSubscription as JSON text. Nil when it is not
     /// one (an `https` endpoint, a P-256 `p256dh`, a 16-byte `auth`).
-    static func subscription(token: String) -> (endpoint: String, keys: WebPushEncryption.Subscription)? {
+    package static func subscription(token: String) -> (endpoint: String, keys: WebPushEncryption.Subscription)? {
         guard case .object(let object)? = try? JSONParser.parse(Array(token.utf8)), case .string(let endpoint)? = object["endpoint"],
               endpoint.lowercased().hasPrefix("https://"), DeliverySettings.isValidURL(endpoint),
               case .object(let keys)? = object["keys"], case .string(let p256dh)? = keys["p256dh"], case .string(let auth)? = keys["auth"],
@@ -192,7 +192,7 @@ enum DirectRequests {
     }
 
     /// `scheme://host[:port]` of a URL: VAPID's audience.
-    static func origin(of url: String) -> String {
+    package static func origin(of url: String) -> String {
         guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { return url }
         let start = url.index(colon, offsetBy: 3)
         let host = url[start...].prefix { $0 != "/" && $0 != "?" && $0 != "#" }
@@ -201,7 +201,7 @@ enum DirectRequests {
 
     /// The encrypted job (without `devices`) POSTed to the subscription's endpoint (SPEC §13.4);
     /// nil when the token is not a subscription or the encryption fails.
-    static func webPush(job: JobPayload, device: Device.Target, credentials: WebPushCredentials, nowSeconds: Int64,
+    package static func webPush(job: JobPayload, device: Device.Target, credentials: WebPushCredentials, nowSeconds: Int64,
                         timeoutMs: Int) -> OutboundRequest? {
         guard let (endpoint, keys) = subscription(token: device.token),
               let authorization = SignedToken.vapid(key: credentials.key, audience: origin(of: endpoint), subject: credentials.subject,
@@ -211,7 +211,7 @@ enum DirectRequests {
 
     /// The same for a subscription already read and a VAPID `Authorization` already made (a
     /// sender reuses one per push service for hours, as RFC 8292 allows).
-    static func webPush(job: JobPayload, endpoint: String, keys: WebPushEncryption.Subscription, authorization: String,
+    package static func webPush(job: JobPayload, endpoint: String, keys: WebPushEncryption.Subscription, authorization: String,
                         timeoutMs: Int) -> OutboundRequest? {
         var writer = JSONWriter(reservingCapacity: 1024)
         job.write(to: &writer, withDevices: false)
@@ -224,7 +224,7 @@ enum DirectRequests {
     }
 
     /// A push service's answer (SPEC §13.4): 201 or 200 sent; 404 and 410 remove the device.
-    static func webPushOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
+    package static func webPushOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
         if let failure = transportOutcome(response) { return failure }
         switch response.status {
         case 200, 201, 202: return .sent
@@ -239,7 +239,7 @@ enum DirectRequests {
     /// A `webhook` device's answer (SPEC §13.4, as §13.3's webhook mode): 2xx sent; 408, 429
     /// and 5xx retry; 410 says the endpoint is gone, which removes the device; any other 4xx
     /// fails this push for good.
-    static func webhookDeviceOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
+    package static func webhookDeviceOutcome(_ response: OutboundResponse, nowMs: Int64) -> DeviceOutcome {
         if let failure = transportOutcome(response) { return failure }
         switch response.status {
         case 200...299: return .sent
@@ -252,7 +252,7 @@ enum DirectRequests {
     // MARK: shared
 
     /// No answer: a refused internal address is final for the device; the rest retry.
-    static func transportOutcome(_ response: OutboundResponse) -> DeviceOutcome? {
+    package static func transportOutcome(_ response: OutboundResponse) -> DeviceOutcome? {
         switch response.failure {
         case nil: return nil
         case .refusedAddress?: return .removed(reason: "refused")
@@ -263,12 +263,12 @@ enum DirectRequests {
         }
     }
 
-    static func retryAfter(_ response: OutboundResponse, nowMs: Int64) -> Int64? {
+    package static func retryAfter(_ response: OutboundResponse, nowMs: Int64) -> Int64? {
         response.retryAfter.flatMap { DeliveryRequest.retryAfterMs($0, nowMs: nowMs) }
     }
 
     /// A JSON answer's string member `key` (`{"reason": "BadDeviceToken"}`).
-    static func errorReason(_ body: [UInt8], key: String) -> String? {
+    package static func errorReason(_ body: [UInt8], key: String) -> String? {
         guard !body.isEmpty, case .string(let value)? = (try? JSONParser.parse(body))?[key] else { return nil }
         return value
     }

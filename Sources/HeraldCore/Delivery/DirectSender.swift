@@ -14,46 +14,46 @@ import Synchronization
 /// provider token (reused 50 minutes, within Apple's 20–55; renewed at once on
 /// `ExpiredProviderToken`) and the FCM access token (kept until 5 minutes before it expires;
 /// renewed on a 401). One deliverer's loop calls it, one batch at a time.
-final class DirectSender: Sendable {
+package final class DirectSender: Sendable {
     /// How long a provider token is reused.
-    static let providerTokenReuseMs: Int64 = 50 * 60 * 1000
+    package static let providerTokenReuseMs: Int64 = 50 * 60 * 1000
     /// How long before its expiry an access token is replaced.
-    static let accessTokenMarginMs: Int64 = 5 * 60 * 1000
+    package static let accessTokenMarginMs: Int64 = 5 * 60 * 1000
 
     private struct Cache {
-        var stamps: [CredentialKind: Int64] = [:]
-        var keys: [CredentialKind: PrivateKey] = [:]
-        var providerToken: (value: String, issuedAtMs: Int64)?
-        var accessToken: (value: String, expiresAtMs: Int64)?
+        package var stamps: [CredentialKind: Int64] = [:]
+        package var keys: [CredentialKind: PrivateKey] = [:]
+        package var providerToken: (value: String, issuedAtMs: Int64)?
+        package var accessToken: (value: String, expiresAtMs: Int64)?
         /// VAPID `Authorization` headers by audience (a push service's origin), with their expiry.
-        var vapid: [String: (header: String, expiresAtMs: Int64)] = [:]
+        package var vapid: [String: (header: String, expiresAtMs: Int64)] = [:]
     }
 
     /// A VAPID token is made for 12 hours and replaced an hour before it ends.
-    static let vapidMarginMs: Int64 = 3600 * 1000
+    package static let vapidMarginMs: Int64 = 3600 * 1000
     /// Push services remembered at most (browsers use a handful; a bound all the same).
-    static let vapidAudiences = 10_000
+    package static let vapidAudiences = 10_000
 
     private let cache = Mutex(Cache())
 
     /// One (job, device) to send.
     private struct Target: Sendable {
-        let job: Int
-        let device: Device.Target
+        package let job: Int
+        package let device: Device.Target
     }
 
     /// What a batch's sending needs besides its jobs.
-    struct Context {
-        let settings: DeliverySettings
-        let secrets: [WebhookSecret]
-        let client: HTTPClient
-        let metrics: Metrics
-        let shouldStart: () -> Bool
+    package struct Context {
+        package let settings: DeliverySettings
+        package let secrets: [WebhookSecret]
+        package let client: HTTPClient
+        package let metrics: Metrics
+        package let shouldStart: () -> Bool
     }
 
     /// Takes the app's stored keys: a key stored anew is parsed, and the tokens made with the
     /// key it replaces are dropped.
-    func use(_ stored: [DeliveryCredentials.Stored]) {
+    package func use(_ stored: [DeliveryCredentials.Stored]) {
         cache.withLock { cache in
             let kinds = Set(stored.map(\.kind))
             for kind in cache.stamps.keys where !kinds.contains(kind) { forget(kind, in: &cache) }
@@ -74,7 +74,7 @@ final class DirectSender: Sendable {
     }
 
     /// Sends a batch; the outcome of each job, in the batch's order.
-    func send(_ jobs: [JobPayload], context: Context) -> [DeliveryRequest.Outcome] {
+    package func send(_ jobs: [JobPayload], context: Context) -> [DeliveryRequest.Outcome] {
         var targets: [Target] = []
         for (index, job) in jobs.enumerated() {
             for device in job.devices { targets.append(Target(job: index, device: device)) }
@@ -105,7 +105,7 @@ final class DirectSender: Sendable {
 
     /// A job's outcome from its devices': retried (for the devices without a final outcome) when
     /// one of them is to be retried, else acknowledged; either way the removed devices go.
-    static func jobOutcome(_ devices: [(device: String, outcome: DirectRequests.DeviceOutcome)]) -> DeliveryRequest.Outcome {
+    package static func jobOutcome(_ devices: [(device: String, outcome: DirectRequests.DeviceOutcome)]) -> DeliveryRequest.Outcome {
         var removed: [String] = [], done: [String] = [], errors: [String] = [], afters: [Int64] = []
         var unsent = 0
         for (device, outcome) in devices {
@@ -125,9 +125,9 @@ final class DirectSender: Sendable {
         return .retry(afterMs: afters.max(), error: errors.first { $0 != Self.unsentError } ?? errors[0], done: done, invalidDevices: removed)
     }
 
-    static let unsentError = "not sent"
+    package static let unsentError = "not sent"
     /// A device whose request was not started (delivery stopped first).
-    static let unsent = DirectRequests.DeviceOutcome.retry(afterMs: 0, error: unsentError)
+    package static let unsent = DirectRequests.DeviceOutcome.retry(afterMs: 0, error: unsentError)
 
     /// Builds and sends one round's requests; each target's outcome, in order.
     private func sendRound(_ targets: [Target], jobs: [JobPayload], context: Context, renewed: Bool) -> [DirectRequests.DeviceOutcome] {
@@ -256,7 +256,7 @@ final class DirectSender: Sendable {
     }
 
     /// The metrics label of a device's outcome.
-    static func label(_ outcome: DirectRequests.DeviceOutcome) -> String {
+    package static func label(_ outcome: DirectRequests.DeviceOutcome) -> String {
         switch outcome {
         case .sent: "sent"
         case .removed: "removed"

@@ -6,52 +6,52 @@ import Secrets
 /// is its public part; its secret (the APNs `.p8` key, the service account's private key) is
 /// written to `delivery_credentials` by the PATCH that gives it and never read back out: the
 /// settings show `privateKeySet` / `serviceAccountSet`, derived when they are read.
-public struct APNsSettings: Sendable, Equatable {
-    public var teamID = ""
-    public var keyID = ""
-    public var topic: String?
-    public var endpoint = "https://api.push.apple.com"
-    public var sandboxEndpoint = "https://api.sandbox.push.apple.com"
+package struct APNsSettings: Sendable, Equatable {
+    package var teamID = ""
+    package var keyID = ""
+    package var topic: String?
+    package var endpoint = "https://api.push.apple.com"
+    package var sandboxEndpoint = "https://api.sandbox.push.apple.com"
     /// Derived: whether the app's key is stored.
-    public var privateKeySet = false
+    package var privateKeySet = false
 
-    var json: JSONValue {
+    package var json: JSONValue {
         .object(["teamId": .string(teamID), "keyId": .string(keyID), "topic": topic.map(JSONValue.string) ?? .null,
                  "endpoint": .string(endpoint), "sandboxEndpoint": .string(sandboxEndpoint), "privateKeySet": .bool(privateKeySet)])
     }
 }
 
-public struct FCMSettings: Sendable, Equatable {
-    public var projectID = ""
+package struct FCMSettings: Sendable, Equatable {
+    package var projectID = ""
     /// From the service account: who the access token is for, and where it is asked for.
-    public var clientEmail = ""
-    public var tokenURI = "https://oauth2.googleapis.com/token"
-    public var endpoint = "https://fcm.googleapis.com"
+    package var clientEmail = ""
+    package var tokenURI = "https://oauth2.googleapis.com/token"
+    package var endpoint = "https://fcm.googleapis.com"
     /// Derived: whether the service account's private key is stored.
-    public var serviceAccountSet = false
+    package var serviceAccountSet = false
 
-    var json: JSONValue {
+    package var json: JSONValue {
         .object(["projectId": .string(projectID), "clientEmail": .string(clientEmail), "tokenUri": .string(tokenURI),
                  "endpoint": .string(endpoint), "serviceAccountSet": .bool(serviceAccountSet)])
     }
 }
 
-public struct WebPushSettings: Sendable, Equatable {
+package struct WebPushSettings: Sendable, Equatable {
     /// VAPID's `sub`: `mailto:…` or `https://…`, how a push service reaches the app's operator.
-    public var subject = ""
+    package var subject = ""
 
-    var json: JSONValue { .object(["subject": .string(subject)]) }
+    package var json: JSONValue { .object(["subject": .string(subject)]) }
 }
 
 /// A secret given by a PATCH, for `delivery_credentials`: the kind (`apns`, `fcm`) and the key's
 /// PKCS#8 PEM. Nil `pem`: the block was removed, and its secret goes with it.
-struct CredentialChange: Sendable, Equatable {
-    let kind: CredentialKind
-    let pem: String?
+package struct CredentialChange: Sendable, Equatable {
+    package let kind: CredentialKind
+    package let pem: String?
 }
 
 /// The kinds of `delivery_credentials` (the database keeps the name).
-enum CredentialKind: String, Sendable {
+package enum CredentialKind: String, Sendable {
     /// The APNs `.p8` key.
     case apns
     /// The FCM service account's key.
@@ -61,10 +61,10 @@ enum CredentialKind: String, Sendable {
 }
 
 extension DeliverySettings {
-    static let maxNameLength = 128
+    package static let maxNameLength = 128
 
     /// Merges a PATCH of `delivery.apns` (null removes the block and its key).
-    static func applyAPNs(_ value: JSONValue, to current: APNsSettings?, field: String, stored: Bool,
+    package static func applyAPNs(_ value: JSONValue, to current: APNsSettings?, field: String, stored: Bool,
                           changes: inout [CredentialChange]) throws(HTTPError) -> APNsSettings? {
         if value == .null {
             if !stored { changes.append(CredentialChange(kind: .apns, pem: nil)) }
@@ -109,7 +109,7 @@ extension DeliverySettings {
     /// Merges a PATCH of `delivery.fcm` (null removes the block and its key). The service account
     /// is the JSON Google gives (as an object, or as its text): its `client_email` and `token_uri`
     /// are kept in the settings, its `private_key` as the secret.
-    static func applyFCM(_ value: JSONValue, to current: FCMSettings?, field: String, stored: Bool,
+    package static func applyFCM(_ value: JSONValue, to current: FCMSettings?, field: String, stored: Bool,
                          changes: inout [CredentialChange]) throws(HTTPError) -> FCMSettings? {
         if value == .null {
             if !stored { changes.append(CredentialChange(kind: .fcm, pem: nil)) }
@@ -161,7 +161,7 @@ extension DeliverySettings {
 
     /// Merges a PATCH of `delivery.webpush` (null removes it; the VAPID key pair stays, since the
     /// browsers' subscriptions were made with its public key).
-    static func applyWebPush(_ value: JSONValue, field: String) throws(HTTPError) -> WebPushSettings? {
+    package static func applyWebPush(_ value: JSONValue, field: String) throws(HTTPError) -> WebPushSettings? {
         if value == .null { return nil }
         guard case .object(let object) = value else { throw PreferenceField.invalid("\(field) must be an object or null", field: field) }
         var block = WebPushSettings()
@@ -178,7 +178,7 @@ extension DeliverySettings {
     }
 
     /// An identifier such as a team id, key id, topic or project id: 1–`max` printable characters.
-    static func name(_ value: JSONValue, _ field: String, max: Int = maxNameLength) throws(HTTPError) -> String {
+    package static func name(_ value: JSONValue, _ field: String, max: Int = maxNameLength) throws(HTTPError) -> String {
         guard case .string(let text) = value, !text.isEmpty, text.utf8.count <= max,
               !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "/" }) else {
             throw PreferenceField.invalid("\(field) must be 1-\(max) characters without spaces or slashes", field: field)
@@ -187,7 +187,7 @@ extension DeliverySettings {
     }
 
     /// A provider's endpoint: an `https` URL (SPEC §13.4), without a trailing slash.
-    static func endpoint(_ value: JSONValue, _ field: String) throws(HTTPError) -> String {
+    package static func endpoint(_ value: JSONValue, _ field: String) throws(HTTPError) -> String {
         guard case .string(var text) = value, text.lowercased().hasPrefix("https://"), isValidURL(text) else {
             throw PreferenceField.invalid("\(field) must be an https URL", field: field)
         }
@@ -197,7 +197,7 @@ extension DeliverySettings {
 
     /// The endpoints a PATCH names that Herald would connect to: the URL of `webhook`/`gorush`
     /// and the providers' endpoints of `direct`, by field.
-    static func endpoints(inPatch patch: JSONValue) -> [(field: String, url: String)] {
+    package static func endpoints(inPatch patch: JSONValue) -> [(field: String, url: String)] {
         guard case .object(let delivery)? = patch["delivery"] else { return [] }
         var found: [(String, String)] = []
         if case .string(let url)? = delivery["url"] { found.append(("delivery.url", url)) }

@@ -5,21 +5,21 @@ import Secrets
 /// Web Push's payload encryption (RFC 8291 over RFC 8188's `aes128gcm`), VAPID (RFC 8292), APNs
 /// provider tokens and the FCM service account's JWT bearer assertion (RFC 7523). Each is checked
 /// against independent implementations (`http_ece`, PyJWT) by the tests.
-enum WebPushEncryption {
+package enum WebPushEncryption {
     /// A browser's PushSubscription keys: its P-256 public point and its 16-byte auth secret.
-    struct Subscription {
-        let publicPoint: [UInt8]
-        let authSecret: [UInt8]
+    package struct Subscription {
+        package let publicPoint: [UInt8]
+        package let authSecret: [UInt8]
     }
 
     /// RFC 8188's record size written in the header: one record holds the whole payload.
-    static let recordSize = 4096
+    package static let recordSize = 4096
 
     /// The `aes128gcm` body of `plaintext` for `subscription` (RFC 8291 §3.4): the header (salt,
     /// record size, the sender's ephemeral public point as key id), then one record — the
     /// plaintext, the last-record delimiter 0x02, sealed with AES-128-GCM. `ephemeral` and
     /// `salt` are fresh for each message; tests pass them to compare with a known answer.
-    static func encrypt(_ plaintext: [UInt8], for subscription: Subscription, ephemeral: PrivateKey? = nil,
+    package static func encrypt(_ plaintext: [UInt8], for subscription: Subscription, ephemeral: PrivateKey? = nil,
                         salt: [UInt8]? = nil) -> [UInt8]? {
         guard subscription.authSecret.count == 16, let receiver = PublicKey.p256(point: subscription.publicPoint),
               let sender = ephemeral ?? PrivateKey.ec(curve: "P-256"), let senderPoint = sender.p256PublicPoint,
@@ -41,9 +41,9 @@ enum WebPushEncryption {
 }
 
 /// Compact JWS tokens (RFC 7515) signed with a private key: the provider tokens of direct delivery.
-enum SignedToken {
+package enum SignedToken {
     /// `header.claims.signature`, each part base64url of its JSON (the signature's bytes for the last).
-    static func make(_ algorithm: SignatureAlgorithm, key: PrivateKey, header: [(String, JSONValue)],
+    package static func make(_ algorithm: SignatureAlgorithm, key: PrivateKey, header: [(String, JSONValue)],
                      claims: [(String, JSONValue)]) -> String? {
         func object(_ fields: [(String, JSONValue)]) -> String {
             var writer = JSONWriter()
@@ -57,13 +57,13 @@ enum SignedToken {
 
     /// An APNs provider token (SPEC §13.4): ES256 with the `.p8` key, `kid` the key id, `iss`
     /// the team id, `iat` now in seconds.
-    static func apns(key: PrivateKey, keyID: String, teamID: String, issuedAt: Int64) -> String? {
+    package static func apns(key: PrivateKey, keyID: String, teamID: String, issuedAt: Int64) -> String? {
         make(.es256, key: key, header: [("alg", "ES256"), ("kid", .string(keyID))],
              claims: [("iss", .string(teamID)), ("iat", .int(Int(issuedAt)))])
     }
 
     /// The RS256 assertion of Google's JWT bearer grant (RFC 7523) for FCM: valid one hour.
-    static func fcmAssertion(key: PrivateKey, clientEmail: String, tokenURI: String, issuedAt: Int64) -> String? {
+    package static func fcmAssertion(key: PrivateKey, clientEmail: String, tokenURI: String, issuedAt: Int64) -> String? {
         make(.rs256, key: key, header: [("alg", "RS256"), ("typ", "JWT")],
              claims: [("iss", .string(clientEmail)), ("scope", "https://www.googleapis.com/auth/firebase.messaging"),
                       ("aud", .string(tokenURI)), ("iat", .int(Int(issuedAt))), ("exp", .int(Int(issuedAt) + 3600))])
@@ -71,9 +71,9 @@ enum SignedToken {
 
     /// The `Authorization` header of a Web Push request (RFC 8292 §3): `vapid t=<ES256 JWT for
     /// the endpoint's origin, valid 12 hours>, k=<the app's public point>`.
-    static let vapidLifetimeSeconds: Int64 = 12 * 3600
+    package static let vapidLifetimeSeconds: Int64 = 12 * 3600
 
-    static func vapid(key: PrivateKey, audience: String, subject: String, issuedAt: Int64) -> String? {
+    package static func vapid(key: PrivateKey, audience: String, subject: String, issuedAt: Int64) -> String? {
         guard let point = key.p256PublicPoint,
               let token = make(.es256, key: key, header: [("typ", "JWT"), ("alg", "ES256")],
                                claims: [("aud", .string(audience)), ("exp", .int(Int(issuedAt + vapidLifetimeSeconds))),

@@ -7,10 +7,10 @@ import Secrets
 /// makes it (201) — or, when the app has one, answers it (200) without replacing it, since every
 /// browser subscription made with the old public key would stop working — and `GET` answers it
 /// (404 before one is made). Only the public key ever leaves Herald.
-enum WebPushKeysAPI {
-    static let path = "/v1/settings/delivery/webpush-keys"
+package enum WebPushKeysAPI {
+    package static let path = "/v1/settings/delivery/webpush-keys"
 
-    static func register(in router: inout Router<Route>) {
+    package static func register(in router: inout Router<Route>) {
         router.add(.post, path, Route(access: .server) { context in
             let (publicKey, made) = try context.services.database.withTransaction { connection -> (String, Bool) in
                 if let existing = try read(app: context.app, on: connection) { return (existing, false) }
@@ -35,7 +35,7 @@ enum WebPushKeysAPI {
     }
 
     /// The app's VAPID public key (base64url of the uncompressed point), if it has one.
-    static func read(app: String, on connection: PostgresConnection) throws -> String? {
+    package static func read(app: String, on connection: PostgresConnection) throws -> String? {
         try connection.query("SELECT public FROM delivery_credentials WHERE app = \(app) AND kind = 'vapid'").first?.decode(0, as: String?.self)
     }
 }

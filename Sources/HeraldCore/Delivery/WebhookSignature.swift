@@ -5,13 +5,13 @@ import Secrets
 /// `<webhook-id>.<webhook-timestamp>.<body>`, its HMAC-SHA256 under the secret's bytes (the base64
 /// after `whsec_`), sent as `v1,<base64>`; several live secrets give several signatures,
 /// space-separated.
-public struct WebhookSecret: Sendable, Equatable {
-    public static let prefix = "whsec_"
-    public let text: String
-    let key: [UInt8]
+package struct WebhookSecret: Sendable, Equatable {
+    package static let prefix = "whsec_"
+    package let text: String
+    package let key: [UInt8]
 
     /// A secret as stored or shown (`whsec_…`); nil when it is not one.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         guard text.hasPrefix(Self.prefix), let key = Data(base64Encoded: String(text.dropFirst(Self.prefix.count))), !key.isEmpty else {
             return nil
         }
@@ -20,19 +20,19 @@ public struct WebhookSecret: Sendable, Equatable {
     }
 
     /// A new secret: 32 random bytes.
-    public static func generate() -> WebhookSecret {
+    package static func generate() -> WebhookSecret {
         WebhookSecret(Self.prefix + Data(Secrets.randomBytes(32)).base64EncodedString())!
     }
 
     /// `v1,<base64 HMAC-SHA256 of id.timestamp.body>`.
-    public func signature(id: String, timestamp: Int64, body: [UInt8]) -> String {
+    package func signature(id: String, timestamp: Int64, body: [UInt8]) -> String {
         var content = Array("\(id).\(timestamp).".utf8)
         content.append(contentsOf: body)
         return "v1," + Data(Secrets.hmacSHA256(key: key, message: content)).base64EncodedString()
     }
 
     /// The `webhook-signature` header: one signature per live secret, newest first.
-    public static func header(secrets: [WebhookSecret], id: String, timestamp: Int64, body: [UInt8]) -> String {
+    package static func header(secrets: [WebhookSecret], id: String, timestamp: Int64, body: [UInt8]) -> String {
         secrets.map { $0.signature(id: id, timestamp: timestamp, body: body) }.joined(separator: " ")
     }
 }

@@ -3,20 +3,20 @@ import Postgres
 
 /// A device's platform (SPEC §13.1): which protocol its pushes take (SPEC §13.3–13.4). The
 /// database keeps the name.
-enum Platform: String, Sendable, CaseIterable {
+package enum Platform: String, Sendable, CaseIterable {
     case apns, fcm, webpush, webhook
 
     /// `apns, fcm, webpush or webhook`, for messages.
-    static let names = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
+    package static let names = allCases.dropLast().map(\.rawValue).joined(separator: ", ") + " or " + allCases.last!.rawValue
 }
 
 /// A device as the API shows it (SPEC §13.1): where to push, and when it was registered.
-struct Device: Sendable, JSONWritable {
-    let target: Target
-    let createdAt: Int64
-    let updatedAt: Int64
+package struct Device: Sendable, JSONWritable {
+    package let target: Target
+    package let createdAt: Int64
+    package let updatedAt: Int64
 
-    init(row: PostgresRow) throws {
+    package init(row: PostgresRow) throws {
         let name: String = try row.decode("platform")
         guard let platform = Platform(rawValue: name) else { throw PostgresError(code: .decoding, message: "an unknown device platform \(name)") }
         target = Target(id: try row.decode("id"), platform: platform, token: try row.decode("token"),
@@ -25,7 +25,7 @@ struct Device: Sendable, JSONWritable {
         updatedAt = try row.decode("updated_at")
     }
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { device in
             target.writeFields(to: &device)
             device.field("createdAt", createdAt)
@@ -34,27 +34,27 @@ struct Device: Sendable, JSONWritable {
     }
 
     /// The device as a job carries it: where to push, without the bookkeeping.
-    struct Target: Sendable, JSONWritable {
-        let id: String
-        let platform: Platform
-        let token: String
-        let topic: String?
-        let sandbox: Bool
+    package struct Target: Sendable, JSONWritable {
+        package let id: String
+        package let platform: Platform
+        package let token: String
+        package let topic: String?
+        package let sandbox: Bool
 
-        func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { writeFields(to: &$0) }
         }
 
         /// A select-list expression: the devices of job `j`'s recipient as a JSON array (read in
         /// the job's own statement, an index probe per job, rather than by a statement of its own).
-        static let recipientDevices: SQL = """
+        package static let recipientDevices: SQL = """
             (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
                FROM devices d WHERE d.app = j.app AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
                                 AND (j.delivered_devices IS NULL OR d.id <> ALL (j.delivered_devices)))
             """
 
         /// The targets of `recipientDevices`' text (nil: no device).
-        static func list(json: String?) throws -> [Target] {
+        package static func list(json: String?) throws -> [Target] {
             guard let json else { return [] }
             guard case .array(let rows) = try JSONParser.parse(Array(json.utf8)) else { return [] }
             return rows.compactMap { row in
@@ -66,7 +66,7 @@ struct Device: Sendable, JSONWritable {
             }
         }
 
-        func writeFields(to device: inout JSONWriter) {
+        package func writeFields(to device: inout JSONWriter) {
             device.field("id", id)
             device.field("platform", platform.rawValue)
             device.field("token", token)
@@ -77,18 +77,18 @@ struct Device: Sendable, JSONWritable {
 }
 
 /// Devices in PostgreSQL.
-struct DeviceStore: Sendable {
-    static let maxPerUser = 100
-    static let columns: SQL = "id, platform, token, topic, sandbox, created_at, updated_at"
+package struct DeviceStore: Sendable {
+    package static let maxPerUser = 100
+    package static let columns: SQL = "id, platform, token, topic, sandbox, created_at, updated_at"
 
-    enum Registration {
+    package enum Registration {
         case saved(Device)
         case limitReached
     }
 
     /// Adds or replaces device `id` of `uid`. A device with the same platform and token elsewhere
     /// (another user, or another id) is removed: the token has moved here. Runs in a transaction.
-    func register(app: String, uid: String, id: String, platform: Platform, token: String, topic: String?, sandbox: Bool,
+    package func register(app: String, uid: String, id: String, platform: Platform, token: String, topic: String?, sandbox: Bool,
                   on connection: PostgresConnection) throws -> Registration {
         try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':devices:' || \(uid), 0))")
         // The token moves here: its device elsewhere goes (first, so the unique index is free).
@@ -111,17 +111,17 @@ struct DeviceStore: Sendable {
         return .saved(try Device(row: row))
     }
 
-    func list(app: String, uid: String, on connection: PostgresConnection) throws -> [Device] {
+    package func list(app: String, uid: String, on connection: PostgresConnection) throws -> [Device] {
         try connection.query("SELECT \(Self.columns) FROM devices WHERE app = \(app) AND uid = \(uid) ORDER BY created_at, id").map(Device.init(row:))
     }
 
     /// Removes a device; false when there was none.
-    func remove(app: String, uid: String, id: String, on connection: PostgresConnection) throws -> Bool {
+    package func remove(app: String, uid: String, id: String, on connection: PostgresConnection) throws -> Bool {
         !(try connection.query("DELETE FROM devices WHERE app = \(app) AND uid = \(uid) AND id = \(id) RETURNING id")).isEmpty
     }
 
     /// Removes devices by (uid, id): the bad-token feedback of an ack.
-    func remove(app: String, pairs: [(uid: String, id: String)], on connection: PostgresConnection) throws {
+    package func remove(app: String, pairs: [(uid: String, id: String)], on connection: PostgresConnection) throws {
         guard !pairs.isEmpty else { return }
         try connection.query("""
             DELETE FROM devices d USING unnest(\(pairs.map(\.uid))::text[], \(pairs.map(\.id))::text[]) AS x(uid, id)

@@ -2,24 +2,24 @@ import HTTPServer
 import JSON
 
 /// SPEC §13.1: a user's devices (server role; mirrored on `/v1/me/devices`).
-enum DevicesAPI {
+package enum DevicesAPI {
 
-    static func register(in router: inout Router<Route>) {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/devices", Route(access: .server, handler: list))
         router.add(.put, "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, accepts: Route.json, handler: put))
         router.add(.delete, "/v1/users/{uid}/devices/{deviceId}", Route(access: .server, handler: delete))
     }
 
-    static let notFound = HTTPError(status: 404, code: "ERR_DEVICE_NOT_FOUND", message: "the user has no device with this id",
+    package static let notFound = HTTPError(status: 404, code: "ERR_DEVICE_NOT_FOUND", message: "the user has no device with this id",
                                     params: ["field": "deviceId"])
 
-    static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let devices = try context.services.database.withConnection { try DeviceStore().list(app: context.app, uid: uid, on: $0) }
         return .json(ListPage(items: devices))
     }
 
-    static func put(_ context: RequestContext) throws -> Response {
+    package static func put(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
         let body = try context.request.jsonObject(fields: ["platform", "token", "topic", "sandbox"])
@@ -61,7 +61,7 @@ enum DevicesAPI {
         return .json(device)
     }
 
-    static func delete(_ context: RequestContext) throws -> Response {
+    package static func delete(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
         guard try context.services.database.withConnection({ try DeviceStore().remove(app: context.app, uid: uid, id: id, on: $0) }) else {

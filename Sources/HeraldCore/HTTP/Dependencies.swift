@@ -2,35 +2,35 @@ import Postgres
 import Secrets
 
 /// The long-lived parts every handler may use.
-public struct Dependencies: Sendable {
-    public let configuration: Configuration
-    public let database: PostgresPool
-    public let logger: Logger
-    public let migrator: Migrator
-    public let tenancy: TenancyStore
+package struct Dependencies: Sendable {
+    package let configuration: Configuration
+    package let database: PostgresPool
+    package let logger: Logger
+    package let migrator: Migrator
+    package let tenancy: TenancyStore
     /// Signs cursors that must not be altered (the inbox's): derived from the admin token, so
     /// every instance of a deployment agrees.
-    public let cursorKey: [UInt8]
+    package let cursorKey: [UInt8]
     /// Produces large-group jobs in the background; ingest wakes it.
-    public let fanout: FanoutWorker
+    package let fanout: FanoutWorker
     /// Holds long-poll claims; ingest and `NotificationListener` wake it.
-    public let jobWaiter: JobWaiter
+    package let jobWaiter: JobWaiter
     /// Holds long polls of the change feed; `NotificationListener` wakes it.
-    public let changeWaiter: ChangeWaiter
+    package let changeWaiter: ChangeWaiter
     /// Counters and histograms for `GET /metrics`.
-    public let metrics: Metrics
+    package let metrics: Metrics
     /// Built-in delivery (SPEC §13.3); ingest wakes it, the settings routes refresh it.
-    public let delivery: DeliveryLoop
+    package let delivery: DeliveryLoop
     /// Refreshes busy threads' inbox sort keys in the background; ingest wakes it.
-    public let inboxRefresher: InboxRefresher
+    package let inboxRefresher: InboxRefresher
     /// Applies concurrent ingest requests on the same threads in one transaction.
-    public let ingestCombiner: IngestCombiner
+    package let ingestCombiner: IngestCombiner
     /// The document served at `GET /openapi.json`.
-    public let openAPI: OpenAPIDocument
+    package let openAPI: OpenAPIDocument
     /// The files of the operator console served at `/console/`.
-    public let console: ConsoleFiles
+    package let console: ConsoleFiles
 
-    public init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
+    package init(configuration: Configuration, database: PostgresPool, logger: Logger, migrator: Migrator, fanout: FanoutWorker,
                 jobWaiter: JobWaiter, changeWaiter: ChangeWaiter, delivery: DeliveryLoop, metrics: Metrics, inboxRefresher: InboxRefresher, openAPI: OpenAPIDocument, console: ConsoleFiles) {
         self.openAPI = openAPI
         self.console = console
@@ -52,7 +52,7 @@ public struct Dependencies: Sendable {
 
 extension Dependencies {
     /// What `GET /metrics` reads now besides the counters.
-    var metricsGauges: Metrics.Gauges {
+    package var metricsGauges: Metrics.Gauges {
         var gauges = Metrics.Gauges(pools: [("request", database), ("delivery", delivery.database)])
         gauges.claimsWaiting = jobWaiter.waitingCount
         gauges.feedsWaiting = changeWaiter.waitingCount
@@ -62,7 +62,7 @@ extension Dependencies {
 
     /// Jobs were committed outside ingest (a read's clear jobs): count them and wake whoever
     /// waits for jobs — long-poll claims and built-in delivery.
-    func jobsProduced(_ count: Int, app: String) {
+    package func jobsProduced(_ count: Int, app: String) {
         guard count > 0 else { return }
         metrics.add(.jobsProduced, count)
         jobWaiter.wake(app: app)

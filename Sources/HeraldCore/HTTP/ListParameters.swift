@@ -5,14 +5,14 @@ import Secrets
 import JSON
 
 /// `limit` and `cursor` of a list endpoint (SPEC §3).
-public struct ListParameters: Sendable, Equatable {
-    public let limit: Int
-    public let cursor: String?
+package struct ListParameters: Sendable, Equatable {
+    package let limit: Int
+    package let cursor: String?
 
-    public static let maxLimit = 1000
+    package static let maxLimit = 1000
 
     /// Reads `limit` (1–1000, else `400 ERR_INVALID_LIMIT`) and `cursor` from the query.
-    public init(_ request: Request, defaultLimit: Int) throws(HTTPError) {
+    package init(_ request: Request, defaultLimit: Int) throws(HTTPError) {
         if let text = request.query["limit"] {
             guard let value = Int(text), (1...Self.maxLimit).contains(value) else {
                 throw HTTPError.invalidLimit(min: 1, max: Self.maxLimit)
@@ -25,12 +25,12 @@ public struct ListParameters: Sendable, Equatable {
     }
 
     /// The position a cursor of list `kind` holds (one field), nil without a cursor.
-    public func position(kind: String) throws(HTTPError) -> String? {
+    package func position(kind: String) throws(HTTPError) -> String? {
         try cursor.map { cursor throws(HTTPError) in try Cursor.decode(kind: kind, fieldCount: 1, cursor)[0] }
     }
 
     /// The position as an integer (a sequence number or id).
-    public func integerPosition(kind: String) throws(HTTPError) -> Int64? {
+    package func integerPosition(kind: String) throws(HTTPError) -> Int64? {
         guard let text = try position(kind: kind) else { return nil }
         guard let value = Int64(text) else { throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor") }
         return value
@@ -38,13 +38,13 @@ public struct ListParameters: Sendable, Equatable {
 
     /// The page of rows fetched with `LIMIT limit + 1` whose column 0 is the position and column
     /// 1 the item's JSON text (built by PostgreSQL).
-    public func page(_ rows: PostgresRows, kind: String) throws -> Response {
+    package func page(_ rows: PostgresRows, kind: String) throws -> Response {
         .json(page(try rows.map { (try $0.decode(0, as: String.self), RawJSON(try $0.decode(1, as: String.self))) }, kind: kind))
     }
 
     /// The page of (position, item) pairs fetched with `LIMIT limit + 1`: the extra one proves
     /// there is more, and the last item's position is the next cursor.
-    public func page<Item: JSONWritable>(_ entries: [(position: String, item: Item)], kind: String) -> ListPage<Item> {
+    package func page<Item: JSONWritable>(_ entries: [(position: String, item: Item)], kind: String) -> ListPage<Item> {
         let shown = entries.prefix(limit)
         let hasMore = entries.count > limit
         return ListPage(items: shown.map(\.item), next: hasMore ? shown.last.map { Cursor.encode(kind: kind, [$0.position]) } : nil)
@@ -52,23 +52,23 @@ public struct ListParameters: Sendable, Equatable {
 }
 
 /// SPEC §3's list envelope, the one every list answers: `{"data": [...], "meta": {"next", "hasMore"}}`.
-public struct ListPage<Item: JSONWritable>: JSONWritable {
-    public let items: [Item]
+package struct ListPage<Item: JSONWritable>: JSONWritable {
+    package let items: [Item]
     /// The cursor of the page after this one; nil on the last page.
-    public let next: String?
+    package let next: String?
 
     /// A page; a list that is never paged (an app's keys) is one page without a next.
-    public init(items: [Item], next: String? = nil) {
+    package init(items: [Item], next: String? = nil) {
         self.items = items
         self.next = next
     }
 
-    public func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { writeFields(to: &$0) }
     }
 
     /// `data` and `meta`, for an envelope that adds fields of its own (the inbox's `totals`).
-    public func writeFields(to envelope: inout JSONWriter) {
+    package func writeFields(to envelope: inout JSONWriter) {
         envelope.field("data", array: items)
         envelope.field("meta") { meta in
             meta.object { fields in
@@ -81,11 +81,11 @@ public struct ListPage<Item: JSONWritable>: JSONWritable {
 
 /// Opaque cursors: a kind tag and fields, base64url-encoded. A cursor of another kind, or one
 /// that does not decode, is `400 ERR_BAD_REQUEST` with `params.field = "cursor"`.
-public enum Cursor {
+package enum Cursor {
     private static let separator: Character = "\u{1F}"
 
     /// With a `key`, the cursor carries an HMAC of its content, so one that was altered is refused.
-    public static func encode(kind: String, _ fields: [String], key: [UInt8]? = nil) -> String {
+    package static func encode(kind: String, _ fields: [String], key: [UInt8]? = nil) -> String {
         var text = ([kind] + fields).joined(separator: String(separator))
         if let key { text += String(separator) + signature(text, key: key) }
         return Data(text.utf8).base64EncodedString()
@@ -94,7 +94,7 @@ public enum Cursor {
             .replacing("=", with: "")
     }
 
-    public static func decode(kind: String, fieldCount: Int, _ cursor: String, key: [UInt8]? = nil) throws(HTTPError) -> [String] {
+    package static func decode(kind: String, fieldCount: Int, _ cursor: String, key: [UInt8]? = nil) throws(HTTPError) -> [String] {
         let invalid = HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
         var base64 = cursor.replacing("-", with: "+").replacing("_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }

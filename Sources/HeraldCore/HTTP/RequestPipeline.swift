@@ -5,12 +5,12 @@ import JSON
 /// Herald's HTTP application: the route table and the pipeline every request goes through —
 /// route (404/405), token (401), role and app (403), body (413/415), handler — with errors
 /// rendered as SPEC §3 says and one log line per request.
-public struct RequestPipeline: Sendable {
-    public let services: Dependencies
-    let router: Router<Route>
-    let authenticator: Authenticator
+package struct RequestPipeline: Sendable {
+    package let services: Dependencies
+    package let router: Router<Route>
+    package let authenticator: Authenticator
 
-    public init(services: Dependencies) {
+    package init(services: Dependencies) {
         self.services = services
         self.authenticator = Authenticator(adminToken: services.configuration.adminToken,
                                            store: services.tenancy, database: services.database)
@@ -39,10 +39,10 @@ public struct RequestPipeline: Sendable {
     }
 
     /// Every (method, pattern) served, for documentation and tests.
-    public var routes: [(method: HTTPMethod, pattern: String)] { router.patterns }
+    package var routes: [(method: HTTPMethod, pattern: String)] { router.patterns }
 
     /// The responder given to the HTTP server.
-    public func respond(_ request: Request) -> Response {
+    package func respond(_ request: Request) -> Response {
         var pattern = "unmatched"
         var principal = Principal.anonymous
         var response: Response
@@ -99,7 +99,7 @@ public struct RequestPipeline: Sendable {
     /// connection was closed, so the second run gets a fresh one from the pool; only if that
     /// fails too is the answer 503. Other requests are not run twice: a write may have been
     /// committed before the connection broke.
-    static func againIfConnectionLost<T>(_ request: Request, _ work: () throws -> T) throws -> T {
+    package static func againIfConnectionLost<T>(_ request: Request, _ work: () throws -> T) throws -> T {
         do {
             return try work()
         } catch let error as PostgresError where error.code == .connectionLost && (request.method == .get || request.method == .head) {
@@ -119,7 +119,7 @@ public struct RequestPipeline: Sendable {
     }
 
     /// A path parameter must be valid UTF-8 once percent-decoded: `%FF` is not an id.
-    static func checkPathEncoding(_ request: Request, pattern: String) throws(HTTPError) {
+    package static func checkPathEncoding(_ request: Request, pattern: String) throws(HTTPError) {
         guard let index = request.invalidPathSegments.first else { return }
         var segments = pattern.split(separator: "/", omittingEmptySubsequences: false)
         if segments.first == "" { segments.removeFirst() }
@@ -127,7 +127,7 @@ public struct RequestPipeline: Sendable {
         throw HTTPError.badRequest("\(name) is not valid UTF-8", field: name)
     }
 
-    static func checkBody(_ request: Request, route: Route, limit: Int) throws(HTTPError) {
+    package static func checkBody(_ request: Request, route: Route, limit: Int) throws(HTTPError) {
         guard !route.accepts.isEmpty else { return }
         if request.bodyTooLarge { throw HTTPError.payloadTooLarge(limit: limit) }
         // An empty body without a Content-Type is left to the handler (all its fields optional
@@ -139,7 +139,7 @@ public struct RequestPipeline: Sendable {
     }
 
     /// Maps any error to its response; only `HTTPError`s reach the client as they are.
-    func errorResponse(_ error: any Error, request: Request, pattern: String) -> Response {
+    package func errorResponse(_ error: any Error, request: Request, pattern: String) -> Response {
         if let error = error as? HTTPError { return error.response }
         if let error = error as? PostgresError {
             if error.code == .poolTimeout { return HTTPError.overloaded().response }

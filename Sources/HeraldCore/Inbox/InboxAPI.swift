@@ -3,15 +3,15 @@ import Postgres
 import JSON
 
 /// SPEC §6: the thread inbox and read marks (server role).
-enum InboxAPI {
-    static func register(in router: inout Router<Route>) {
+package enum InboxAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/threads", Route(access: .server, handler: list))
         router.add(.post, "/v1/users/{uid}/threads/{messageId}/read", Route(access: .server, accepts: Route.json, handler: readOne))
         router.add(.post, "/v1/users/{uid}/threads/read", Route(access: .server, accepts: Route.json, handler: readAll))
     }
 
     /// The JSON of one inbox row, built by PostgreSQL (`s` subscriptions, `t` threads, `owner` the owner).
-    static func rowJSON(owner: String) -> SQL { """
+    package static func rowJSON(owner: String) -> SQL { """
         jsonb_build_object(
             'parentMessageId', t.parent_id, 'conversationId', t.conversation_id, 'receiverType', t.receiver_type,
             'receiver', CASE WHEN t.group_id IS NOT NULL THEN t.group_id WHEN t.user_a = \(owner) THEN t.user_b ELSE t.user_a END,
@@ -29,7 +29,7 @@ enum InboxAPI {
     }
 
     /// The filter of a request: one conversation, or none.
-    static func conversationFilter(_ request: Request, owner: String) throws(HTTPError) -> String? {
+    package static func conversationFilter(_ request: Request, owner: String) throws(HTTPError) -> String? {
         let guid = request.query["guid"]
         let peer = request.query["uid"]
         if guid != nil && peer != nil {
@@ -40,7 +40,7 @@ enum InboxAPI {
         return nil
     }
 
-    static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: RequestContext) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let request = context.request
         let list = try ListParameters(request, defaultLimit: 30)
@@ -120,7 +120,7 @@ enum InboxAPI {
     }
 
     /// A read's optional `deviceId` (SPEC §13.2): the device that read, left out of the clear job.
-    static func deviceID(_ body: [String: JSONValue]) throws(HTTPError) -> String? {
+    package static func deviceID(_ body: [String: JSONValue]) throws(HTTPError) -> String? {
         guard let value = body["deviceId"], value != .null else { return nil }
         guard case .string(let id) = value, Identifier.isValid(id) else {
             throw HTTPError.badRequest("deviceId must be a device id", field: "deviceId")
@@ -129,7 +129,7 @@ enum InboxAPI {
     }
 
     /// Marks one thread read up to a reply (default: the latest); the position only moves forward.
-    static func readOne(_ context: RequestContext) throws -> Response {
+    package static func readOne(_ context: RequestContext) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let body = try context.request.jsonObject()
@@ -195,7 +195,7 @@ enum InboxAPI {
     }
 
     /// Marks every thread of the inbox (or of one conversation) read.
-    static func readAll(_ context: RequestContext) throws -> Response {
+    package static func readAll(_ context: RequestContext) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let conversation = try conversationFilter(context.request, owner: owner)
         let device = try deviceID(try context.request.jsonObject())
@@ -254,21 +254,21 @@ enum InboxAPI {
 }
 
 /// `POST …/read`: how many threads' read positions moved.
-struct ReadResult: JSONWritable {
-    let updated: Int
-    func write(to writer: inout JSONWriter) { writer.object { $0.field("updated", updated) } }
+package struct ReadResult: JSONWritable {
+    package let updated: Int
+    package func write(to writer: inout JSONWriter) { writer.object { $0.field("updated", updated) } }
 }
 
 /// `GET /v1/users/{uid}/threads` (SPEC §6): SPEC §3's envelope plus the user's totals. The rows
 /// are built by PostgreSQL (`jsonb_build_object` in the page's query) and written as they are:
 /// building them in Swift from decoded columns made the inbox page measurably slower in
 /// `make bench` W4, so this is the one place where a response's items are not Swift values.
-struct InboxPage: JSONWritable {
-    let page: ListPage<RawJSON>
-    let unreadMentions: Int
-    let unreadThreads: Int
+package struct InboxPage: JSONWritable {
+    package let page: ListPage<RawJSON>
+    package let unreadMentions: Int
+    package let unreadThreads: Int
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { body in
             page.writeFields(to: &body)
             body.field("totals") { $0.object { totals in

@@ -13,22 +13,22 @@ import Synchronization
 /// subscribers' rows in one statement and clears them; a thread that got replies meanwhile is
 /// listed again by them. Replies that arrive between two rounds cost one row update per
 /// subscriber together, however many they are. Several instances share the work.
-public final class InboxRefresher: Sendable {
-    let database: PostgresPool
-    let logger: Logger
+package final class InboxRefresher: Sendable {
+    package let database: PostgresPool
+    package let logger: Logger
     /// Least time between two rounds: more replies are coalesced into one update per row.
-    let spacingMilliseconds: Int
-    let batch: Int
+    package let spacingMilliseconds: Int
+    package let batch: Int
     private let loop = BackgroundLoop(label: "herald.inbox-refresh", qos: .utility)
 
-    public init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500) {
+    package init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500) {
         self.database = database
         self.logger = logger
         self.spacingMilliseconds = spacingMilliseconds
         self.batch = batch
     }
 
-    public func start() {
+    package func start() {
         loop.start { [self] in
             var refreshed = 0
             do {
@@ -45,13 +45,13 @@ public final class InboxRefresher: Sendable {
     }
 
     /// Ingest listed threads: look soon (wakes that come together count once).
-    public func wake() { loop.wake() }
+    package func wake() { loop.wake() }
 
-    public func stop() { loop.stop(timeout: 30) }
+    package func stop() { loop.stop(timeout: 30) }
 
     /// One round; returns how many threads were refreshed.
     @discardableResult
-    public func runOnce() throws -> Int {
+    package func runOnce() throws -> Int {
         let stale = try database.withConnection { connection in
             try connection.query("""
                 SELECT st.app, st.thread_id, t.group_id FROM stale_threads st

@@ -3,24 +3,24 @@ import JSON
 
 /// Reads `POST /v1/events` bodies in every CloudEvents HTTP mode (SPEC §4) and validates each
 /// event's attributes and `data`, naming the path of the first bad field.
-public enum EventParser {
-    public static let maxBatch = 1000
-    public static let maxTextLength = 4096
+package enum EventParser {
+    package static let maxBatch = 1000
+    package static let maxTextLength = 4096
     /// Most ids in an event's `mentions` (issue 12: 100,000 took seconds and as many rows).
-    public static let maxMentions = 1000
+    package static let maxMentions = 1000
     /// The nesting a request body may have; each event may nest `JSONParser.maxDepth` (128).
-    public static let maxBodyDepth = 1024
+    package static let maxBodyDepth = 1024
 
     /// One element of a request: a valid event, or a rejection with what is known of the event.
-    public enum Item: Sendable {
+    package enum Item: Sendable {
         case valid(IncomingEvent, raw: JSONValue)
         case rejected(EventRejection, source: String?, id: String?, type: String?, raw: JSONValue)
     }
 
-    public static let mediaTypes = ["application/json", "application/cloudevents+json", "application/cloudevents-batch+json"]
+    package static let mediaTypes = ["application/json", "application/cloudevents+json", "application/cloudevents-batch+json"]
 
     /// The request's events in order. Throws 400 only when the body as a whole is unusable.
-    public static func parse(_ request: Request) throws(HTTPError) -> [Item] {
+    package static func parse(_ request: Request) throws(HTTPError) -> [Item] {
         if let specversion = request.header("ce-specversion"), !(request.mediaType ?? "").hasPrefix("application/cloudevents") {
             return [binaryMode(request, specversion: specversion)]
         }
@@ -45,7 +45,7 @@ public enum EventParser {
     }
 
     /// Binary mode: attributes in `ce-` headers, the body is `data`.
-    static func binaryMode(_ request: Request, specversion: String) -> Item {
+    package static func binaryMode(_ request: Request, specversion: String) -> Item {
         var object: [String: JSONValue] = ["specversion": .string(specversion)]
         for (header, attribute) in [("ce-id", "id"), ("ce-source", "source"), ("ce-type", "type"),
                                     ("ce-time", "time"), ("ce-subject", "subject"), ("ce-traceparent", "traceparent")] {
@@ -65,7 +65,7 @@ public enum EventParser {
 
     /// The distinct valid W3C `traceparent` attributes of the events (CloudEvents'
     /// distributed-tracing extension), at most `limit`, in order: for the request's log line.
-    static func traceparents(_ items: [Item], limit: Int = 16) -> [String] {
+    package static func traceparents(_ items: [Item], limit: Int = 16) -> [String] {
         var found: [String] = []
         for item in items {
             let raw: JSONValue = switch item {
@@ -80,7 +80,7 @@ public enum EventParser {
         return found
     }
 
-    static func item(_ raw: JSONValue) -> Item {
+    package static func item(_ raw: JSONValue) -> Item {
         guard case .object(let object) = raw else {
             return .rejected(EventRejection(code: "ERR_BAD_REQUEST", message: "an event must be a JSON object", field: nil),
                              source: nil, id: nil, type: nil, raw: raw)
@@ -101,7 +101,7 @@ public enum EventParser {
         }
     }
 
-    static func validate(_ object: [String: JSONValue]) throws(EventRejection) -> IncomingEvent {
+    package static func validate(_ object: [String: JSONValue]) throws(EventRejection) -> IncomingEvent {
         let envelope = Fields(object, prefix: "")
         guard case .string(let specversion)? = object["specversion"] else {
             throw .bad("specversion is required and must be \"1.0\"", field: "specversion")
@@ -144,16 +144,16 @@ public enum EventParser {
 
     /// The member actions by event type, and whether each makes the subject a member (nil: no
     /// change to membership).
-    static let memberActions: [String: (MemberAction, joined: Bool?)] = [
+    package static let memberActions: [String: (MemberAction, joined: Bool?)] = [
         "member.joined": (.joined, true), "member.added": (.added, true), "member.left": (.left, false),
         "member.kicked": (.kicked, false), "member.banned": (.banned, false), "member.unbanned": (.unbanned, nil),
         "member.scopeChanged": (.scopeChanged, nil),
     ]
-    static let scopes: Set<String> = ["admin", "moderator", "participant"]
+    package static let scopes: Set<String> = ["admin", "moderator", "participant"]
     /// Most bytes of a reaction (an emoji, or a custom reaction's name).
-    public static let maxReactionBytes = 64
+    package static let maxReactionBytes = 64
 
-    static func member(_ data: Fields, type: String) throws(EventRejection) -> DomainEvent.MembershipChange {
+    package static func member(_ data: Fields, type: String) throws(EventRejection) -> DomainEvent.MembershipChange {
         let (action, joined) = memberActions[type]!
         var scope: String?
         if action == .scopeChanged, let value = try data.optionalString("scope") {
@@ -168,9 +168,9 @@ public enum EventParser {
     }
 
     /// The actor of a system pin (SPEC §12.1).
-    public static let system = "app_system"
+    package static let system = "app_system"
 
-    static func messagePin(_ data: Fields, pinned: Bool) throws(EventRejection) -> DomainEvent.MessagePin {
+    package static func messagePin(_ data: Fields, pinned: Bool) throws(EventRejection) -> DomainEvent.MessagePin {
         let by = try data.id("by")
         let receiverType = try data.string("receiverType")
         let receiver = try data.id("receiver")
@@ -185,7 +185,7 @@ public enum EventParser {
                                       at: try data.time("at"), pinned: pinned)
     }
 
-    static func conversationPin(_ data: Fields, pinned: Bool) throws(EventRejection) -> DomainEvent.ConversationPin {
+    package static func conversationPin(_ data: Fields, pinned: Bool) throws(EventRejection) -> DomainEvent.ConversationPin {
         let owner = try data.id("uid")
         let conversation = try self.conversation(data, sender: owner)
         if owner == system && conversation.groupID == nil {
@@ -195,7 +195,7 @@ public enum EventParser {
                                            at: try data.time("at"), pinned: pinned)
     }
 
-    static func reaction(_ data: Fields, added: Bool) throws(EventRejection) -> DomainEvent.Reaction {
+    package static func reaction(_ data: Fields, added: Bool) throws(EventRejection) -> DomainEvent.Reaction {
         let id = try data.id("id")
         let messageID = try data.id("messageId")
         let reactor = try data.id("reactor")
@@ -212,7 +212,7 @@ public enum EventParser {
                                     at: try data.time("at"), added: added)
     }
 
-    static func conversation(_ data: Fields, sender: String) throws(EventRejection) -> Conversation {
+    package static func conversation(_ data: Fields, sender: String) throws(EventRejection) -> Conversation {
         let receiverType = try data.string("receiverType")
         let receiver = try data.id("receiver")
         switch receiverType {
@@ -222,7 +222,7 @@ public enum EventParser {
         }
     }
 
-    static func messageCreated(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageCreated {
+    package static func messageCreated(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageCreated {
         let id = try data.id("id")
         let sender = try data.id("sender")
         let conversation = try conversation(data, sender: sender)
@@ -238,7 +238,7 @@ public enum EventParser {
             sendNotification: try data.optionalBool("sendNotification"))
     }
 
-    static func messageEdited(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageEdited {
+    package static func messageEdited(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageEdited {
         let id = try data.id("id")
         let sender = try data.id("sender")
         let parentID = try data.optionalID("parentId")
@@ -249,7 +249,7 @@ public enum EventParser {
             mentionsAll: try data.optionalBool("mentionsAll"))
     }
 
-    static func messageDeleted(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageDeleted {
+    package static func messageDeleted(_ data: Fields) throws(EventRejection) -> DomainEvent.MessageDeleted {
         let id = try data.id("id")
         let receiverType = try data.string("receiverType")
         let receiver = try data.id("receiver")
@@ -266,19 +266,19 @@ public enum EventParser {
     }
 
     /// Typed access to an object's fields; errors name `prefix + key`.
-    struct Fields {
-        let object: [String: JSONValue]
-        let prefix: String
+    package struct Fields {
+        package let object: [String: JSONValue]
+        package let prefix: String
 
-        init(_ object: [String: JSONValue], prefix: String) {
+        package init(_ object: [String: JSONValue], prefix: String) {
             self.object = object
             self.prefix = prefix
         }
 
-        func path(_ key: String) -> String { prefix + key }
+        package func path(_ key: String) -> String { prefix + key }
 
         /// A required CloudEvents attribute: a non-empty string.
-        func attribute(_ key: String) throws(EventRejection) -> String {
+        package func attribute(_ key: String) throws(EventRejection) -> String {
             guard case .string(let value)? = object[key], !value.isEmpty else {
                 throw .bad("\(path(key)) is required and must be a non-empty string", field: path(key))
             }
@@ -288,14 +288,14 @@ public enum EventParser {
             return value
         }
 
-        func string(_ key: String) throws(EventRejection) -> String {
+        package func string(_ key: String) throws(EventRejection) -> String {
             guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
             guard case .string(let text) = value else { throw .bad("\(path(key)) must be a string", field: path(key)) }
             guard !text.utf8.contains(0) else { throw .bad("\(path(key)) must not contain NUL characters", field: path(key)) }
             return text
         }
 
-        func optionalString(_ key: String) throws(EventRejection) -> String? {
+        package func optionalString(_ key: String) throws(EventRejection) -> String? {
             guard let value = object[key], value != .null else { return nil }
             guard case .string(let text) = value else { throw .bad("\(path(key)) must be a string", field: path(key)) }
             guard !text.utf8.contains(0) else { throw .bad("\(path(key)) must not contain NUL characters", field: path(key)) }
@@ -303,23 +303,23 @@ public enum EventParser {
         }
 
         /// Text for a push body, truncated to 4096 characters.
-        func text(_ key: String) throws(EventRejection) -> String? {
+        package func text(_ key: String) throws(EventRejection) -> String? {
             guard let text = try optionalString(key) else { return nil }
             return text.count > EventParser.maxTextLength ? String(text.prefix(EventParser.maxTextLength)) : text
         }
 
         /// An opaque id (SPEC §1); a JSON integer means its decimal string.
-        func id(_ key: String) throws(EventRejection) -> String {
+        package func id(_ key: String) throws(EventRejection) -> String {
             guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
             return try Fields.id(value, path: path(key))
         }
 
-        func optionalID(_ key: String) throws(EventRejection) -> String? {
+        package func optionalID(_ key: String) throws(EventRejection) -> String? {
             guard let value = object[key], value != .null else { return nil }
             return try Fields.id(value, path: path(key))
         }
 
-        static func id(_ value: JSONValue, path: String) throws(EventRejection) -> String {
+        package static func id(_ value: JSONValue, path: String) throws(EventRejection) -> String {
             let text: String
             switch value {
             case .string(let string): text = string
@@ -333,7 +333,7 @@ public enum EventParser {
             return text
         }
 
-        func idList(_ key: String) throws(EventRejection) -> [String]? {
+        package func idList(_ key: String) throws(EventRejection) -> [String]? {
             guard let value = object[key], value != .null else { return nil }
             guard case .array(let elements) = value else { throw .bad("\(path(key)) must be an array", field: path(key)) }
             guard elements.count <= EventParser.maxMentions else {
@@ -348,7 +348,7 @@ public enum EventParser {
             return ids
         }
 
-        func optionalBool(_ key: String) throws(EventRejection) -> Bool? {
+        package func optionalBool(_ key: String) throws(EventRejection) -> Bool? {
             guard let value = object[key], value != .null else { return nil }
             guard case .bool(let flag) = value else { throw .bad("\(path(key)) must be a boolean", field: path(key)) }
             return flag
@@ -356,7 +356,7 @@ public enum EventParser {
 
         /// A time in epoch milliseconds: a non-negative integer, at most a day ahead of Herald's
         /// clock (a time far in the future would outrank every later event).
-        func time(_ key: String) throws(EventRejection) -> Int64 {
+        package func time(_ key: String) throws(EventRejection) -> Int64 {
             guard let value = object[key], value != .null else { throw .bad("\(path(key)) is required", field: path(key)) }
             let time: Int64
             switch value {
@@ -374,7 +374,7 @@ public enum EventParser {
 
 extension JSONValue {
     /// The string, or a JSON integer as its decimal text.
-    var stringValue: String? {
+    package var stringValue: String? {
         switch self {
         case .string(let text): return text
         case .int(let number): return String(number)

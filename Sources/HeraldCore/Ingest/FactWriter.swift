@@ -3,11 +3,11 @@ import JSON
 
 /// Writes the facts of newly accepted events and recomputes what they touch, set-based: one
 /// statement per kind of fact, then one refresh of threads and one of subscriptions.
-struct FactWriter {
-    let app: String
-    let events: [IncomingEvent]
+package struct FactWriter {
+    package let app: String
+    package let events: [IncomingEvent]
     /// Replies of this batch under whose ids earlier facts were filed (see `IngestStore.resolveThreads`).
-    let rehome: [Rehoming]
+    package let rehome: [Rehoming]
 
     // message.created, one per message id (the first wins, as a redelivery under a new event id would)
     private var created: [DomainEvent.MessageCreated] = []
@@ -26,7 +26,7 @@ struct FactWriter {
     private var pins = PinStore.Pins()
     private var groupDeletions: [String: Int64] = [:]
 
-    init(app: String, events: [IncomingEvent], rehome: [Rehoming] = []) {
+    package init(app: String, events: [IncomingEvent], rehome: [Rehoming] = []) {
         self.app = app
         self.events = events
         self.rehome = rehome
@@ -65,7 +65,7 @@ struct FactWriter {
     }
 
     /// Stores the facts and recomputes what they touch; returns the count of jobs produced.
-    func write(holding held: LockSet, jobsMayExist: Bool = false, on connection: PostgresConnection) throws -> Int {
+    package func write(holding held: LockSet, jobsMayExist: Bool = false, on connection: PostgresConnection) throws -> Int {
         var touchedThreads: Set<String> = []
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
@@ -453,7 +453,7 @@ struct FactWriter {
         return try rows.map { try $0.decode(0, as: String.self) }
     }
 
-    static func jsonArray(_ values: [String]) -> String {
+    package static func jsonArray(_ values: [String]) -> String {
         JSONValue.array(values.map { .string($0) }).jsonText
     }
 }

@@ -5,15 +5,15 @@ import Synchronization
 import JSON
 
 /// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
-enum IngestAPI {
-    static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
+package enum IngestAPI {
+    package static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
         router.add(.post, "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { context in
             try limiter.run { try ingest(context) }
         })
         router.add(.get, "/v1/events/rejected", Route(access: .server, handler: listRejected))
     }
 
-    static func ingest(_ context: RequestContext) throws -> Response {
+    package static func ingest(_ context: RequestContext) throws -> Response {
         let items = try EventParser.parse(context.request)
         let services = context.services
         let applied = try services.ingestCombiner.apply(items, app: context.app)
@@ -37,7 +37,7 @@ enum IngestAPI {
     }
 
     /// Rejected events, newest first, built as JSON by PostgreSQL.
-    static func listRejected(_ context: RequestContext) throws -> Response {
+    package static func listRejected(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let before = try list.integerPosition(kind: "rejected")
         let services = context.services
@@ -58,21 +58,21 @@ enum IngestAPI {
 /// one, up to `queueMilliseconds`, so a burst queues briefly instead of being refused while the
 /// database keeps up; only `maxWaiting` wait at once (the other threads stay free for other
 /// routes), and past either bound the answer is `429 ERR_OVERLOADED` + `Retry-After`.
-public final class InFlightLimiter: Sendable {
-    public let limit: Int
-    public let maxWaiting: Int
-    public let queueMilliseconds: Int
+package final class InFlightLimiter: Sendable {
+    package let limit: Int
+    package let maxWaiting: Int
+    package let queueMilliseconds: Int
     private let slots: DispatchSemaphore
     private let waiting = Atomic<Int>(0)
 
-    public init(limit: Int, maxWaiting: Int = 0, queueMilliseconds: Int = 0) {
+    package init(limit: Int, maxWaiting: Int = 0, queueMilliseconds: Int = 0) {
         self.limit = max(1, limit)
         self.maxWaiting = max(0, maxWaiting)
         self.queueMilliseconds = max(0, queueMilliseconds)
         slots = DispatchSemaphore(value: self.limit)
     }
 
-    public func run<T>(_ body: () throws -> T) throws -> T {
+    package func run<T>(_ body: () throws -> T) throws -> T {
         if slots.wait(timeout: .now()) == .timedOut {
             let queued = waiting.add(1, ordering: .relaxed).newValue
             defer { waiting.subtract(1, ordering: .relaxed) }
@@ -87,18 +87,18 @@ public final class InFlightLimiter: Sendable {
 }
 
 /// `POST /v1/events`: the counts, and each event's outcome in the order sent.
-struct IngestResult: JSONWritable {
-    let outcomes: [IngestStore.Outcome]
-    let accepted: Int, duplicates: Int, rejected: Int
+package struct IngestResult: JSONWritable {
+    package let outcomes: [IngestStore.Outcome]
+    package let accepted: Int, duplicates: Int, rejected: Int
 
-    init(outcomes: [IngestStore.Outcome]) {
+    package init(outcomes: [IngestStore.Outcome]) {
         self.outcomes = outcomes
         accepted = outcomes.count { $0.status == .accepted }
         duplicates = outcomes.count { $0.status == .duplicate }
         rejected = outcomes.count { $0.status == .rejected }
     }
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { body in
             body.field("accepted", accepted)
             body.field("duplicates", duplicates)

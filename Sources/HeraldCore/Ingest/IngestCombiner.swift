@@ -15,44 +15,44 @@ import Postgres
 /// Every outcome is committed before its request is answered, as before; the batch is what a bus
 /// could have sent as one request, and routing does not depend on batching (SPEC §4). If the
 /// transaction fails, every request of the round gets the error.
-public final class IngestCombiner: Sendable {
-    public struct Result: Sendable {
-        public let outcomes: [IngestStore.Outcome]
-        public let jobsProduced: Int
+package final class IngestCombiner: Sendable {
+    package struct Result: Sendable {
+        package let outcomes: [IngestStore.Outcome]
+        package let jobsProduced: Int
         /// Requests applied in the same transaction, this one included.
-        public let combined: Int
+        package let combined: Int
     }
 
-    final class Pending: @unchecked Sendable {
-        let app: String
-        let items: [EventParser.Item]
-        let signal = DispatchSemaphore(value: 0)
+    package final class Pending: @unchecked Sendable {
+        package let app: String
+        package let items: [EventParser.Item]
+        package let signal = DispatchSemaphore(value: 0)
         // Written by the leader before `signal`, read by the owner after it.
-        var result: Swift.Result<Result, any Error>?
+        package var result: Swift.Result<Result, any Error>?
 
-        init(app: String, items: [EventParser.Item]) {
+        package init(app: String, items: [EventParser.Item]) {
             self.app = app
             self.items = items
         }
     }
 
-    struct Lane {
-        var queue: [Pending] = []
-        var busy = false
+    package struct Lane {
+        package var queue: [Pending] = []
+        package var busy = false
     }
 
-    let database: PostgresPool
-    let maxEvents: Int
+    package let database: PostgresPool
+    package let maxEvents: Int
     private let lanes: [Lock<Lane>]
 
-    public init(database: PostgresPool, lanes: Int, maxEvents: Int = 1000) {
+    package init(database: PostgresPool, lanes: Int, maxEvents: Int = 1000) {
         self.database = database
         self.maxEvents = maxEvents
         self.lanes = (0..<max(1, lanes)).map { _ in Lock(Lane()) }
     }
 
     /// Applies `items` for `app`, possibly together with other requests; returns this request's outcomes.
-    public func apply(_ items: [EventParser.Item], app: String) throws -> Result {
+    package func apply(_ items: [EventParser.Item], app: String) throws -> Result {
         let lane = lanes[Self.lane(of: items, app: app, count: lanes.count)]
         let me = Pending(app: app, items: items)
         let leads = lane.withLock { lane -> Bool in
@@ -116,7 +116,7 @@ public final class IngestCombiner: Sendable {
 
     /// The lane of a request: its first event's thread, or group for membership events, so that
     /// requests that would wait for each other's locks are applied together.
-    static func lane(of items: [EventParser.Item], app: String, count: Int) -> Int {
+    package static func lane(of items: [EventParser.Item], app: String, count: Int) -> Int {
         var key = app
         for item in items {
             guard case .valid(let event, _) = item else { continue }

@@ -4,23 +4,23 @@ import JSON
 /// Applies a request's events in one transaction with a fixed number of set-based statements,
 /// whatever the batch size: lock the conversations, record the events for dedupe, store the
 /// facts, then recompute the derived threads and subscriptions they touch.
-public struct IngestStore: Sendable {
-    public enum Status: String, Sendable {
+package struct IngestStore: Sendable {
+    package enum Status: String, Sendable {
         case accepted, duplicate, rejected
     }
 
-    public struct Outcome: Sendable {
-        public let status: Status
-        public let source: String?
-        public let id: String?
-        public let error: EventRejection?
+    package struct Outcome: Sendable {
+        package let status: Status
+        package let source: String?
+        package let id: String?
+        package let error: EventRejection?
     }
 
-    public init() {}
+    package init() {}
 
     /// Applies `items` for `app`; returns one outcome per item, in order, and the count of jobs
     /// produced. Everything accepted is committed before this returns; on an error nothing is.
-    public func apply(_ items: [EventParser.Item], app: String,
+    package func apply(_ items: [EventParser.Item], app: String,
                       on connection: PostgresConnection) throws -> (outcomes: [Outcome], jobsProduced: Int) {
         // Same (source, id) twice in one request: the first counts, the others are duplicates.
         // Keys compare as bytes, as PostgreSQL does (Swift's == would merge canonically equal text).
@@ -120,7 +120,7 @@ public struct IngestStore: Sendable {
     ///   replaced by that reply's root, with the root's author; and a reply of this batch under
     ///   whose id earlier messages or subscriptions were filed (they came before it, when it was
     ///   not known to be a reply) is returned in `rehome`, so that the writer moves them to its root.
-    func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String, parents: Bool,
+    package func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String, parents: Bool,
                         on connection: PostgresConnection) throws -> (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming]) {
         var lookup: [String] = []
         var hosts: [String] = []
@@ -201,7 +201,7 @@ public struct IngestStore: Sendable {
     }
 
     /// The locks a batch needs (see `LockSet`): each message's thread, each membership change's group.
-    func lockSet(_ events: [IncomingEvent]) -> LockSet {
+    package func lockSet(_ events: [IncomingEvent]) -> LockSet {
         var locks = LockSet()
         for event in events {
             switch event.event {
@@ -231,7 +231,7 @@ public struct IngestStore: Sendable {
     /// Keeps what is known of each rejected event for `GET /v1/events/rejected`. PostgreSQL's text
     /// and jsonb cannot hold U+0000, which a rejected event may well contain (in its id, source or
     /// type too: that is why it was rejected), so the stored copy shows U+FFFD in its place.
-    func recordRejections(_ rejected: [(EventRejection, String?, String?, String?, JSONValue)], app: String,
+    package func recordRejections(_ rejected: [(EventRejection, String?, String?, String?, JSONValue)], app: String,
                           on connection: PostgresConnection) throws {
         func storable(_ text: String?) -> String? {
             guard let text, text.unicodeScalars.contains("\u{0}") else { return text }
@@ -249,7 +249,7 @@ public struct IngestStore: Sendable {
 
 extension IncomingEvent {
     /// An edit or deletion that did not say which thread its message is in.
-    var needsThreadResolution: Bool {
+    package var needsThreadResolution: Bool {
         switch event {
         case .messageEdited(let m): return m.parentID == nil
         case .messageDeleted(let m): return m.parentID == nil

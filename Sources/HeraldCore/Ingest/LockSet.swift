@@ -11,33 +11,33 @@ import Postgres
 /// So replies in different threads of one group run side by side, and a membership change waits
 /// for them and they for it. All locks of a set are taken in one statement, in one global order,
 /// so two sets cannot deadlock on each other.
-struct LockSet: Sendable, Equatable {
+package struct LockSet: Sendable, Equatable {
     private(set) var exclusive: Set<String> = []
     private(set) var shared: Set<String> = []
 
-    var isEmpty: Bool { exclusive.isEmpty && shared.isEmpty }
+    package var isEmpty: Bool { exclusive.isEmpty && shared.isEmpty }
 
     /// A thread, in a group (nil: a one-on-one thread).
-    mutating func thread(_ thread: String, group: String?) {
+    package mutating func thread(_ thread: String, group: String?) {
         exclusive.insert("t:" + thread)
         if let group { shared.insert("g:" + group) }
     }
 
     /// A group's membership.
-    mutating func group(_ group: String) {
+    package mutating func group(_ group: String) {
         exclusive.insert("g:" + group)
     }
 
     /// What `other` holds that this set does not (a shared lock held where `other` wants it
     /// exclusive counts as missing).
-    func missing(from other: LockSet) -> LockSet {
+    package func missing(from other: LockSet) -> LockSet {
         var missing = LockSet()
         missing.exclusive = other.exclusive.subtracting(exclusive)
         missing.shared = other.shared.subtracting(shared).subtracting(exclusive)
         return missing
     }
 
-    mutating func formUnion(_ other: LockSet) {
+    package mutating func formUnion(_ other: LockSet) {
         exclusive.formUnion(other.exclusive)
         shared.formUnion(other.shared)
     }
@@ -46,7 +46,7 @@ struct LockSet: Sendable, Equatable {
     /// transaction runs its prepared statements with generic plans (`plan_cache_mode`): ingest's
     /// statements reach rows through their keys whatever the parameters, and planning them anew
     /// for every request (PostgreSQL's custom plans) cost more than running them.
-    func lock(app: String, on connection: PostgresConnection, genericPlans: Bool = false) throws {
+    package func lock(app: String, on connection: PostgresConnection, genericPlans: Bool = false) throws {
         guard !isEmpty else { return }
         let sharedOnly = shared.subtracting(exclusive)
         let keys = Array(exclusive) + Array(sharedOnly)
@@ -68,7 +68,7 @@ extension LockSet {
     /// `herald_rehome`). If it moved, the transaction runs again holding both sets from the
     /// start, all taken in one statement, in the one global order: never a lock taken after
     /// another outside that order.
-    static func holding<T>(app: String, on connection: PostgresConnection,
+    package static func holding<T>(app: String, on connection: PostgresConnection,
                            resolve: (PostgresConnection) throws -> (thread: String, locks: LockSet),
                            _ body: (String, PostgresConnection) throws -> T) throws -> T {
         var held = LockSet()
@@ -97,17 +97,17 @@ extension LockSet {
 /// Raised inside an ingest transaction that finds it needs a lock it does not hold (a sender
 /// whose message turned out to be membership evidence under a shared group lock); the
 /// transaction is rolled back and run again with it.
-struct NeedsLocks: Error {
-    let locks: LockSet
+package struct NeedsLocks: Error {
+    package let locks: LockSet
     /// Membership evidence: the next try holds every group of the batch exclusively. A thread
     /// learned late (a parent found to be a reply) needs only its own locks.
-    var groups = true
+    package var groups = true
 }
 
 /// Messages and subscriptions filed under `from`, a reply that was not yet known to be one, that
 /// belong to the thread `to` (its root, whose author is `rootSender` when known).
-struct Rehoming: Sendable {
-    let from: String
-    let to: String
-    let rootSender: String?
+package struct Rehoming: Sendable {
+    package let from: String
+    package let to: String
+    package let rootSender: String?
 }

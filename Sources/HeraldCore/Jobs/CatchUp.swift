@@ -8,7 +8,7 @@ extension Fanout {
     /// time, whatever the order of delivery or the batching (SPEC §4). A job is added only where
     /// the subscription is what changes the decision. Delivered in order, the window after each
     /// trigger is empty, and this costs one index probe per trigger.
-    func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String], appSettings: BatchSettings,
+    package func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String], appSettings: BatchSettings,
                  on connection: PostgresConnection) throws -> Int {
         guard !triggers.isEmpty else { return 0 }
         let rows = try connection.query("""

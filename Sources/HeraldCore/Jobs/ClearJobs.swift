@@ -7,21 +7,21 @@ import Postgres
 ///
 /// One clear job per (thread, reader, read position): its event is `thread.read` from source
 /// `herald`, with the id `read:<reply id read up to>`, so a retried read makes no second one.
-enum ClearJobs {
+package enum ClearJobs {
     /// A thread whose read mark moved: from (`fromAt`, `fromID`) (nil: never marked) to (`toAt`, `toID`).
-    struct Move {
-        let thread: String
-        let fromAt: Int64?
-        let fromID: String?
-        let toAt: Int64
-        let toID: String
+    package struct Move {
+        package let thread: String
+        package let fromAt: Int64?
+        package let fromID: String?
+        package let toAt: Int64
+        package let toID: String
     }
 
-    static let maxCollapseIDs = 100
+    package static let maxCollapseIDs = 100
 
     /// Makes the clear jobs of these moves, in the caller's transaction, after the reader's
     /// inbox was refreshed (the badge is read from it). Returns how many were made.
-    static func make(app: String, uid: String, deviceID: String?, moves: [Move], on connection: PostgresConnection) throws -> Int {
+    package static func make(app: String, uid: String, deviceID: String?, moves: [Move], on connection: PostgresConnection) throws -> Int {
         guard !moves.isEmpty else { return 0 }
         let rows = try connection.query("""
             INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, exclude_device,

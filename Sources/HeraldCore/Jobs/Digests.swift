@@ -7,21 +7,21 @@ import Synchronization
 /// SPEC §17's windows as one routing pass sees them: which recipients' digestible replies are
 /// held, and the windows the pass opens (`sql/0028_thread_digests.sql`). A held reply writes
 /// nothing; a window is one row, written with the job of the reply that opens it.
-struct DigestWindows {
-    struct Opening {
-        let thread: String
-        let uid: String
-        let at: Int64
-        let endsAt: Int64
-        let message: String
+package struct DigestWindows {
+    package struct Opening {
+        package let thread: String
+        package let uid: String
+        package let at: Int64
+        package let endsAt: Int64
+        package let message: String
     }
 
-    let maxAgeMs: Int64
+    package let maxAgeMs: Int64
     /// Each (thread, recipient)'s latest window, as stored or as opened by this pass.
     private var windows: [String: (opened: Int64, ends: Int64)] = [:]
     private(set) var openings: [Opening] = []
 
-    init(settings: AppSettings) {
+    package init(settings: AppSettings) {
         maxAgeMs = Int64(settings.maxEventAgeSeconds) * 1000
     }
 
@@ -30,7 +30,7 @@ struct DigestWindows {
     /// "<opened> <ends>"). When none is, the reply's job is produced and it opens one for
     /// `seconds`. A window opened after `at` (a large group's chunks of two replies done out of
     /// order) does not hold it: the window's end would not count it.
-    mutating func holds(thread: String, recipient: String, message: String, at: Int64, stored: String?,
+    package mutating func holds(thread: String, recipient: String, message: String, at: Int64, stored: String?,
                         seconds: Int) -> Bool {
         let key = thread + "\u{1F}" + recipient
         if let window = windows[key] ?? Self.parse(stored), window.opened <= at, at < window.ends { return true }
@@ -40,7 +40,7 @@ struct DigestWindows {
         return false
     }
 
-    static func parse(_ text: String?) -> (opened: Int64, ends: Int64)? {
+    package static func parse(_ text: String?) -> (opened: Int64, ends: Int64)? {
         guard let parts = text?.split(separator: " "), parts.count == 2, let opened = Int64(parts[0]), let ends = Int64(parts[1]) else {
             return nil
         }
@@ -49,7 +49,7 @@ struct DigestWindows {
 
     /// Writes the windows this pass opened, in the transaction of their jobs (a large-group chunk
     /// done again after a crash finds its own windows there and adds nothing).
-    func open(app: String, on connection: PostgresConnection) throws {
+    package func open(app: String, on connection: PostgresConnection) throws {
         guard !openings.isEmpty else { return }
         try connection.query("""
             INSERT INTO digest_windows (app, thread_id, uid, opened_at, ends_at, opened_by, max_age_ms)
@@ -64,25 +64,25 @@ struct DigestWindows {
 /// once: a pass locks the due windows it takes (`FOR UPDATE SKIP LOCKED`), decides, writes the
 /// digest jobs and marks the windows closed in one transaction — a crash anywhere before its
 /// commit leaves them to the next pass, here or on another instance.
-public final class DigestCloser: Sendable {
-    let database: PostgresPool
-    let logger: Logger
+package final class DigestCloser: Sendable {
+    package let database: PostgresPool
+    package let logger: Logger
     /// How often an idle instance looks for windows that ended (SPEC §17: acted on within 2 s).
-    let intervalSeconds: Double
+    package let intervalSeconds: Double
     /// Test hook (`HERALD_TEST_DIGEST_PAUSE_MS`): a pause after deciding, before writing, for a
     /// test that kills Herald there.
-    let pauseAfterDecidingMs: Int
+    package let pauseAfterDecidingMs: Int
     private let loop = BackgroundLoop(label: "herald.digests", qos: .userInitiated, firstWait: .again)
-    static let batch = 1000
+    package static let batch = 1000
 
-    public init(database: PostgresPool, logger: Logger, intervalSeconds: Double = 0.5, pauseAfterDecidingMs: Int = 0) {
+    package init(database: PostgresPool, logger: Logger, intervalSeconds: Double = 0.5, pauseAfterDecidingMs: Int = 0) {
         self.database = database
         self.logger = logger
         self.intervalSeconds = intervalSeconds
         self.pauseAfterDecidingMs = pauseAfterDecidingMs
     }
 
-    public func start() {
+    package func start() {
         loop.start { [self] in
             do {
                 return try runOnce() == Self.batch ? .again : .idle(seconds: intervalSeconds)
@@ -93,11 +93,11 @@ public final class DigestCloser: Sendable {
         }
     }
 
-    public func stop() { loop.stop(timeout: 10) }
+    package func stop() { loop.stop(timeout: 10) }
 
     /// One pass over up to `batch` windows that ended; returns how many it closed.
     @discardableResult
-    public func runOnce() throws -> Int {
+    package func runOnce() throws -> Int {
         try database.withTransaction { connection in
             let rows = try connection.query("""
                 WITH due AS (
@@ -179,26 +179,26 @@ public final class DigestCloser: Sendable {
     }
 
     /// A JSON array of strings, unpacked in SQL with `jsonb_array_elements_text`.
-    static func json(_ strings: [String]) -> String {
+    package static func json(_ strings: [String]) -> String {
         var writer = JSONWriter()
         writer.array(strings: strings)
         return writer.text
     }
 
     /// What became of one window.
-    struct Close {
-        let app: String
-        let thread: String
-        let uid: String
-        let openedAt: Int64
-        var outcome: String
-        let readAt: Int64?
-        let readID: String?
+    package struct Close {
+        package let app: String
+        package let thread: String
+        package let uid: String
+        package let openedAt: Int64
+        package var outcome: String
+        package let readAt: Int64?
+        package let readID: String?
     }
 
     /// SPEC §17: §8.1 judged again for the recipient at the window's end, for the last held reply
     /// (held replies neither mention nor quote the recipient).
-    static func decide(_ row: PostgresRow, recipient uid: String, thread: String, settings: AppSettings,
+    package static func decide(_ row: PostgresRow, recipient uid: String, thread: String, settings: AppSettings,
                        now: Int64) throws -> Routing.Decision {
         let groupID = try row.decode("group_id", as: String?.self)
         let conversation = try groupID.map(Conversation.group)
@@ -222,21 +222,21 @@ public final class DigestCloser: Sendable {
 
 /// A `digest` job (SPEC §17): a row job of the last held reply's event, with the held replies'
 /// ids (in `clear_ids`), their count and senders; title, body and badge are made at claim.
-struct DigestJob {
-    static let maxMessageIDs = 100
-    static let maxSenders = 5
+package struct DigestJob {
+    package static let maxMessageIDs = 100
+    package static let maxSenders = 5
 
-    let app: String
-    let recipient: String
-    let message: String
-    let reason: String
-    let privacy: Bool
-    let count: Int
-    let messageIDs: [String]
-    let senders: [String]
+    package let app: String
+    package let recipient: String
+    package let message: String
+    package let reason: String
+    package let privacy: Bool
+    package let count: Int
+    package let messageIDs: [String]
+    package let senders: [String]
 
     /// Inserts the jobs; returns each one's id by app, recipient and thread.
-    static func insert(_ jobs: [DigestJob], on connection: PostgresConnection) throws -> [String: Int64] {
+    package static func insert(_ jobs: [DigestJob], on connection: PostgresConnection) throws -> [String: Int64] {
         guard !jobs.isEmpty else { return [:] }
         let rows = try connection.query("""
             INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, privacy, kind,

@@ -6,17 +6,17 @@ import Postgres
 /// message's own notification.
 /// An app's settings for one batch: read at most once, when a job producer first needs them
 /// (a batch of messages, edits, reactions and member events asks several producers).
-final class BatchSettings {
-    let app: String
-    let connection: PostgresConnection
+package final class BatchSettings {
+    package let app: String
+    package let connection: PostgresConnection
     private var loaded: AppSettings?
 
-    init(app: String, on connection: PostgresConnection) {
+    package init(app: String, on connection: PostgresConnection) {
         self.app = app
         self.connection = connection
     }
 
-    func get() throws -> AppSettings {
+    package func get() throws -> AppSettings {
         if let loaded { return loaded }
         let settings = try PreferenceStore().settings(app: app, on: connection)
         loaded = settings
@@ -24,22 +24,22 @@ final class BatchSettings {
     }
 }
 
-enum EventJobs {
+package enum EventJobs {
     /// Effective preferences and local times, worked out once per distinct stored document (most
     /// often none) rather than per recipient.
-    struct PreferenceCache {
-        let settings: AppSettings
-        let now: Int64
+    package struct PreferenceCache {
+        package let settings: AppSettings
+        package let now: Int64
         private var parsed: [String: EffectivePreferences] = [:]
         private var resolved: [String: (Routing.Preferences, LocalTime)] = [:]
 
-        init(settings: AppSettings, now: Int64) {
+        package init(settings: AppSettings, now: Int64) {
             self.settings = settings
             self.now = now
         }
 
         /// The user's effective preferences from `user_preferences.preferences` as text (nil: none stored).
-        mutating func effective(_ text: String?) -> EffectivePreferences {
+        package mutating func effective(_ text: String?) -> EffectivePreferences {
             if let cached = parsed[text ?? ""] { return cached }
             let preferences = Fanout.effective(stored: text, settings: settings)
             parsed[text ?? ""] = preferences
@@ -47,7 +47,7 @@ enum EventJobs {
         }
 
         /// The conversation type's preferences and the user's local time now.
-        mutating func resolve(_ text: String?, type: Routing.ConversationType) -> (Routing.Preferences, LocalTime) {
+        package mutating func resolve(_ text: String?, type: Routing.ConversationType) -> (Routing.Preferences, LocalTime) {
             let key = (type == .group ? "g" : "o") + (text ?? "")
             if let cached = resolved[key] { return cached }
             let shared = Fanout.resolve(effective(text), type: type, now: now)
@@ -56,7 +56,7 @@ enum EventJobs {
         }
 
         /// The decision's common inputs for a reaction or member action recipient.
-        mutating func common(_ text: String?, type: Routing.ConversationType, mutedUntil: Int64?) -> Routing.Common {
+        package mutating func common(_ text: String?, type: Routing.ConversationType, mutedUntil: Int64?) -> Routing.Common {
             var common = Routing.Common()
             (common.preferences, common.localTime) = resolve(text, type: type)
             common.mutedUntil = mutedUntil
@@ -66,13 +66,13 @@ enum EventJobs {
     }
 
     /// The later of two uids in byte order (a chunk's cursor: the last member looked at).
-    static func later(_ uid: String, than last: String?) -> String {
+    package static func later(_ uid: String, than last: String?) -> String {
         guard let last, Array(uid.utf8).lexicographicallyPrecedes(Array(last.utf8)) else { return uid }
         return last
     }
 
     /// The groups of `groups` with more current members than the app's `largeGroupThreshold`.
-    static func largeGroups(app: String, _ groups: [String], threshold: Int, on connection: PostgresConnection) throws -> Set<String> {
+    package static func largeGroups(app: String, _ groups: [String], threshold: Int, on connection: PostgresConnection) throws -> Set<String> {
         guard !groups.isEmpty else { return [] }
         var large: Set<String> = []
         for row in try connection.query("""
@@ -87,13 +87,13 @@ enum EventJobs {
     }
 
     /// A fan-out task for an event whose recipients are produced outside the request.
-    struct Task {
-        let event: IncomingEvent
-        let messageID: String?
-        let subjectID: String?
+    package struct Task {
+        package let event: IncomingEvent
+        package let messageID: String?
+        package let subjectID: String?
     }
 
-    static func enqueue(app: String, _ tasks: [Task], on connection: PostgresConnection) throws {
+    package static func enqueue(app: String, _ tasks: [Task], on connection: PostgresConnection) throws {
         guard !tasks.isEmpty else { return }
         try connection.query("""
             INSERT INTO fanout_tasks (app, event_source, event_id, event_type, message_id, subject_id)
@@ -103,7 +103,7 @@ enum EventJobs {
     }
 
     /// Each recipient's unread thread count now: a job's `badge`.
-    static func badges(app: String, recipients: [String], on connection: PostgresConnection) throws -> [String: Int] {
+    package static func badges(app: String, recipients: [String], on connection: PostgresConnection) throws -> [String: Int] {
         var badges: [String: Int] = [:]
         for row in try connection.query("""
             SELECT uid, count(*) AS unread_threads FROM subscriptions
@@ -116,25 +116,25 @@ enum EventJobs {
 
     /// A job that is not a message's own notification (a reaction's, a member action's, a
     /// sync job): its event is named on the row.
-    struct Row {
-        let event: IncomingEvent
-        let messageID: String?
-        let subjectID: String?
-        let recipient: String
-        let kind: String
-        let reason: String
-        var privacy = false
+    package struct Row {
+        package let event: IncomingEvent
+        package let messageID: String?
+        package let subjectID: String?
+        package let recipient: String
+        package let kind: String
+        package let reason: String
+        package var privacy = false
         /// The device that acted, left out of the job's devices.
-        var excludeDevice: String?
+        package var excludeDevice: String?
         /// A sync job's state: the pin's or save's time (0: removed) and who pinned.
-        var syncAt: Int64?
-        var syncBy: String?
+        package var syncAt: Int64?
+        package var syncBy: String?
     }
 
     /// Inserts `rows`, with their badges unless `badges` is false (a silent job shows none); an
     /// (event, recipient) pair that has a job already (a chunk redone after a crash) is left alone.
     /// Returns the count inserted.
-    static func insert(app: String, _ rows: [Row], badges withBadges: Bool = true, on connection: PostgresConnection) throws -> Int {
+    package static func insert(app: String, _ rows: [Row], badges withBadges: Bool = true, on connection: PostgresConnection) throws -> Int {
         guard !rows.isEmpty else { return 0 }
         let badges = withBadges ? try badges(app: app, recipients: rows.map(\.recipient), on: connection) : [:]
         return try connection.query("""

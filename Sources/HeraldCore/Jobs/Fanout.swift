@@ -7,39 +7,39 @@ import JSON
 /// that already have a job.
 /// A job to insert: who gets it, for which message's event, why, and whether the privacy
 /// template applies.
-typealias JobRow = (created: Fanout.Created, recipient: String, reason: Routing.Reason, privacy: Bool)
+package typealias JobRow = (created: Fanout.Created, recipient: String, reason: Routing.Reason, privacy: Bool)
 
-struct Fanout {
-    let app: String
+package struct Fanout {
+    package let app: String
     /// Whether a job may already exist for an (event, recipient) being inserted: a large-group
     /// chunk redone after a crash, a catch-up. The jobs of messages new in this transaction cannot
     /// (their event is new), and a plain insert is a third cheaper than `ON CONFLICT DO NOTHING`;
     /// should one conflict all the same, the batch is run again with this set (IngestStore).
-    var jobsMayExist = true
+    package var jobsMayExist = true
 
-    init(app: String, jobsMayExist: Bool = true) {
+    package init(app: String, jobsMayExist: Bool = true) {
         self.app = app
         self.jobsMayExist = jobsMayExist
     }
 
     /// A class, not a struct: each of a message's jobs (`JobRow`) refers to it, and a struct of
     /// two events' strings copied per job retained each of them (S2: 1,500 copies a round).
-    final class Created: Sendable {
-        let event: IncomingEvent
-        let message: DomainEvent.MessageCreated
+    package final class Created: Sendable {
+        package let event: IncomingEvent
+        package let message: DomainEvent.MessageCreated
 
-        init(event: IncomingEvent, message: DomainEvent.MessageCreated) {
+        package init(event: IncomingEvent, message: DomainEvent.MessageCreated) {
             self.event = event
             self.message = message
         }
 
         /// The event is the message's own creation (recorded on its row), not an edit.
-        var ownEvent: Bool { event.type == "message.created" }
+        package var ownEvent: Bool { event.type == "message.created" }
     }
 
     /// message.edited notifies only the users it newly mentions (SPEC §8.1): reason mention, kind
     /// as the message's, judged now for the edit's event.
-    func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], appSettings: BatchSettings,
+    package func runEdits(_ edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], appSettings: BatchSettings,
                   on connection: PostgresConnection) throws -> Int {
         guard edits.contains(where: { !($0.edit.mentions ?? []).isEmpty }) else { return 0 }
         let settings = try appSettings.get()
@@ -89,7 +89,7 @@ struct Fanout {
         return try insert(jobs, on: connection)
     }
 
-    static func privacy(settings: AppSettings, preferences: EffectivePreferences) -> Bool {
+    package static func privacy(settings: AppSettings, preferences: EffectivePreferences) -> Bool {
         switch settings.privacyTemplateMode {
         case .privacy: return true
         case .default: return false
@@ -99,7 +99,7 @@ struct Fanout {
 
     /// Jobs of newly created messages: in this transaction for groups up to the app's
     /// `largeGroupThreshold`; above it, a fan-out task for the background workers.
-    func run(_ created: [Created], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+    package func run(_ created: [Created], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !created.isEmpty else { return 0 }
         let settings = try appSettings.get()
         // A replayed backlog changes state but wakes nobody: stale messages get no job and no task.
@@ -118,7 +118,7 @@ struct Fanout {
     /// Decides and inserts the jobs of `created` for their candidates — all of them, or for one
     /// message the next `limit` group members after the uid `after` (a fan-out chunk). Returns the
     /// last member uid looked at (nil when there was none) and the count of jobs inserted.
-    func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?,
+    package func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?,
                  on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !created.isEmpty else { return (nil, 0) }
         let rows = try connection.query("""
@@ -221,10 +221,10 @@ struct Fanout {
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         /// A member of a set, decoded once however many of the messages it hears.
         struct Member {
-            let uid: String
-            let subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, tracked: Bool
-            let preferences: EffectivePreferences, resolved: (Routing.Preferences, LocalTime)
-            let mutedUntil: Int64?, digestWindow: String?, level: Routing.ConversationLevel?
+            package let uid: String
+            package let subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, tracked: Bool
+            package let preferences: EffectivePreferences, resolved: (Routing.Preferences, LocalTime)
+            package let mutedUntil: Int64?, digestWindow: String?, level: Routing.ConversationLevel?
         }
         var sets: [String: [Member]] = [:]
         var messages: [String: (set: String, heraldAt: Int64?)] = [:]
@@ -290,7 +290,7 @@ struct Fanout {
     /// own creation, which the message row records, so such a block names no event; an edit's
     /// names the edit. When jobs may exist already (`mayExist`: a catch-up, a batch run again),
     /// the (event, recipient) pairs that have one are left out. Returns the count of jobs written.
-    func insert(_ jobs: [JobRow],
+    package func insert(_ jobs: [JobRow],
                 on connection: PostgresConnection, mayExist: Bool? = nil) throws -> Int {
         guard !jobs.isEmpty else { return 0 }
         func source(_ job: JobRow) -> String? { job.created.ownEvent ? nil : job.created.event.source }
@@ -351,13 +351,13 @@ struct Fanout {
     }
 
     /// A row's `level` column: the recipient's level for the conversation (SPEC §18), if any.
-    static func level(_ row: PostgresRow) throws -> Routing.ConversationLevel? {
+    package static func level(_ row: PostgresRow) throws -> Routing.ConversationLevel? {
         try row.decode("level", as: String?.self).flatMap(Routing.ConversationLevel.init(rawValue:))
     }
 
     /// The SQL of one recipient's level for a conversation (`uid` and `conversation` are SQL
     /// expressions), for the paths that route one recipient at a time.
-    static func levelOf(uid: SQL, conversation: SQL, app: SQL) -> SQL {
+    package static func levelOf(uid: SQL, conversation: SQL, app: SQL) -> SQL {
         "(SELECT cl.level FROM conversation_levels cl WHERE cl.app = \(app) AND cl.uid = \(uid) AND cl.conversation_id = \(conversation))"
     }
 
@@ -369,7 +369,7 @@ struct Fanout {
     /// (SPEC §1: a uid has at least one character), never `after IS NULL OR uid > after`, which a
     /// generic plan keeps as a filter — each chunk of a walk then read the group from its start
     /// (W3 after W1 in `make bench`: 4.6 s). `alias` is the group_members alias; the rest SQL.
-    static func groupWalk(_ alias: SQL, group: SQL, after: SQL, app: SQL) -> SQL {
+    package static func groupWalk(_ alias: SQL, group: SQL, after: SQL, app: SQL) -> SQL {
         """
         ARRAY[\(alias).app, \(alias).group_id] = ARRAY[\(app)::text, \(group)]
                                    AND \(alias).uid COLLATE "C" > coalesce(\(after)::text, '') COLLATE "C"
@@ -378,7 +378,7 @@ struct Fanout {
 
     /// The SQL of the end of one recipient's mute of a message's conversation (SPEC §7.3): a
     /// group's by its id, a one-on-one chat's by the other user (`other`: the sender, the reactor).
-    static func mutedUntilOf(uid: SQL, group: SQL, other: SQL, app: SQL) -> SQL {
+    package static func mutedUntilOf(uid: SQL, group: SQL, other: SQL, app: SQL) -> SQL {
         """
         (SELECT mu.until FROM user_mutes mu
           WHERE mu.app = \(app) AND mu.uid = \(uid)
@@ -388,7 +388,7 @@ struct Fanout {
     }
 
     /// The decision's input for one recipient of a message.
-    static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscription: Routing.SubscriptionState,
+    package static func input(_ message: DomainEvent.MessageCreated, recipient uid: String, subscription: Routing.SubscriptionState,
                       mentionedExplicitly: Bool,
                       preferences: EffectivePreferences, settings: AppSettings, mutedUntil: Int64?, now: Int64,
                       resolved: (Routing.Preferences, LocalTime)? = nil,
@@ -414,7 +414,7 @@ struct Fanout {
     }
 
     /// A user's effective preferences for a conversation type, and the local time in their zone.
-    static func resolve(_ preferences: EffectivePreferences, type: Routing.ConversationType,
+    package static func resolve(_ preferences: EffectivePreferences, type: Routing.ConversationType,
                         now: Int64) -> (Routing.Preferences, LocalTime) {
         let effective = Routing.Preferences(preferences, type: type)
         return (effective, LocalTime(epochMilliseconds: now, timeZone: effective.timezone))
@@ -422,7 +422,7 @@ struct Fanout {
 
     /// A user's effective preferences from their stored choices (`user_preferences.preferences`
     /// as text; nil when they stored none).
-    static func effective(stored text: String?, settings: AppSettings) -> EffectivePreferences {
+    package static func effective(stored text: String?, settings: AppSettings) -> EffectivePreferences {
         let user = text.flatMap { try? JSONParser.parse(Array($0.utf8)) }.map(UserPreferences.init(stored:)) ?? UserPreferences()
         return EffectivePreferences(user: user, app: settings)
     }

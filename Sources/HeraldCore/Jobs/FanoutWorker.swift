@@ -6,15 +6,15 @@ import Synchronization
 /// own: a task is leased, then worked a chunk of members at a time; each chunk commits its jobs
 /// together with the task's cursor. A worker that dies loses its lease, and whoever takes the
 /// task next resumes from the last committed chunk; jobs stay one per (event, recipient).
-public final class FanoutWorker: Sendable {
-    let database: PostgresPool
-    let logger: Logger
-    let metrics: Metrics
-    let leaseSeconds: Int
-    let chunkSize: Int
+package final class FanoutWorker: Sendable {
+    package let database: PostgresPool
+    package let logger: Logger
+    package let metrics: Metrics
+    package let leaseSeconds: Int
+    package let chunkSize: Int
     private let loop = BackgroundLoop(label: "herald.fanout")
 
-    public init(database: PostgresPool, logger: Logger, metrics: Metrics, leaseSeconds: Int = 60, chunkSize: Int = 1000) {
+    package init(database: PostgresPool, logger: Logger, metrics: Metrics, leaseSeconds: Int = 60, chunkSize: Int = 1000) {
         self.database = database
         self.logger = logger
         self.metrics = metrics
@@ -22,7 +22,7 @@ public final class FanoutWorker: Sendable {
         self.chunkSize = chunkSize
     }
 
-    public func start() {
+    package func start() {
         loop.start { [self] in
             do {
                 if try runTask() { return .again }
@@ -37,14 +37,14 @@ public final class FanoutWorker: Sendable {
     }
 
     /// Asks the worker to look for tasks now.
-    public func wake() { loop.wake() }
+    package func wake() { loop.wake() }
 
     /// Stops after the chunk in progress; `start()` may run it again.
-    public func stop() { loop.stop(timeout: 30) }
+    package func stop() { loop.stop(timeout: 30) }
 
     /// Leases one task and works it to the end; false when there was none.
     @discardableResult
-    public func runTask() throws -> Bool {
+    package func runTask() throws -> Bool {
         let rows = try database.withConnection { connection in
             try connection.query("""
                 UPDATE fanout_tasks t SET lease_until = herald_now_ms() + \(leaseSeconds)::bigint * 1000, updated_at = herald_now_ms()
@@ -137,24 +137,24 @@ public final class FanoutWorker: Sendable {
 
 extension FanoutWorker {
     /// What a task fans out.
-    enum Kind { case message, reaction, memberAction, sync }
+    package enum Kind { case message, reaction, memberAction, sync }
 }
 
 /// A stored message as the fan-out needs it.
-enum StoredMessage {
+package enum StoredMessage {
     /// The thread and group of a reaction whose message Herald has not seen.
-    static func reactionThread(app: String, reaction: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
+    package static func reactionThread(app: String, reaction: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
         guard let row = try connection.query("SELECT coalesce(parent_id, message_id) AS thread_id, group_id FROM reactions WHERE app = \(app) AND id = \(reaction)").first else { return nil }
         return (try row.decode("thread_id", as: String.self), try row.decode("group_id", as: String?.self))
     }
 
-    static func thread(app: String, id: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
+    package static func thread(app: String, id: String, on connection: PostgresConnection) throws -> (thread: String, group: String?)? {
         guard let row = try connection.query("SELECT coalesce(parent_id, id) AS thread_id, group_id FROM messages WHERE app = \(app) AND id = \(id)").first else { return nil }
         return (try row.decode("thread_id", as: String.self), try row.decode("group_id", as: String?.self))
     }
 
     /// The message, unless it or its thread was deleted.
-    static func load(app: String, id: String, on connection: PostgresConnection) throws -> DomainEvent.MessageCreated? {
+    package static func load(app: String, id: String, on connection: PostgresConnection) throws -> DomainEvent.MessageCreated? {
         let rows = try connection.query("""
             SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at, m.category, m.text, m.mentions_all,
                    m.quoted_sender, m.send_notification

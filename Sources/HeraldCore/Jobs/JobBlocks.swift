@@ -2,45 +2,45 @@ import Postgres
 
 /// Jobs in blocks (`sql/0024_job_blocks.sql`, `docs/jobs.md`): a job id names its block and its
 /// position, a reason is stored as a code, and a block's marks (acked, moved) are bit strings.
-enum JobBlocks {
+package enum JobBlocks {
     /// The most jobs a block holds; a job id is its block × `size` + its position.
-    static let size: Int64 = 1024
+    package static let size: Int64 = 1024
 
     /// The block and position a job id names (a row job of its own names a number that is no block).
-    static func place(_ id: Int64) -> (block: Int64, position: Int) { (id / size, Int(id % size)) }
+    package static func place(_ id: Int64) -> (block: Int64, position: Int) { (id / size, Int(id % size)) }
 
     /// The bits of one block's marks (`bit(1024)` as text, position 0 first).
-    struct Bits {
-        var bits: [UInt8]
+    package struct Bits {
+        package var bits: [UInt8]
 
-        init() { bits = Array(repeating: UInt8(ascii: "0"), count: Int(JobBlocks.size)) }
+        package init() { bits = Array(repeating: UInt8(ascii: "0"), count: Int(JobBlocks.size)) }
 
-        init(text: String) {
+        package init(text: String) {
             self.init()
             for (index, byte) in text.utf8.prefix(Int(JobBlocks.size)).enumerated() { bits[index] = byte }
         }
 
-        subscript(position: Int) -> Bool {
+        package subscript(position: Int) -> Bool {
             get { bits[position] == UInt8(ascii: "1") }
             set { bits[position] = newValue ? UInt8(ascii: "1") : UInt8(ascii: "0") }
         }
 
-        var text: String { String(decoding: bits, as: UTF8.self) }
+        package var text: String { String(decoding: bits, as: UTF8.self) }
     }
 
     /// A claimed block's state, locked for the caller's transaction.
-    struct Marks {
-        var acked: Bits
-        var moved: Bits
-        let claimed: Int
+    package struct Marks {
+        package var acked: Bits
+        package var moved: Bits
+        package let claimed: Int
 
         /// Whether the job at `position` is leased with attempt 1: claimed, neither acked nor moved.
-        func isLeased(_ position: Int) -> Bool { position < claimed && !acked[position] && !moved[position] }
+        package func isLeased(_ position: Int) -> Bool { position < claimed && !acked[position] && !moved[position] }
     }
 
     /// Locks the marks of those of `blocks` that belong to `app` and were claimed, in block order
     /// (the order every writer of marks takes), and returns them by block.
-    static func lockMarks(app: String, blocks: some Sequence<Int64>, on connection: PostgresConnection) throws -> [Int64: Marks] {
+    package static func lockMarks(app: String, blocks: some Sequence<Int64>, on connection: PostgresConnection) throws -> [Int64: Marks] {
         let wanted = Array(Set(blocks)).sorted()
         guard !wanted.isEmpty else { return [:] }
         var marks: [Int64: Marks] = [:]
@@ -63,16 +63,16 @@ enum JobBlocks {
     /// nothing to do. The marks must be locked (`lockMarks`).
     /// A job moved out: its new state, attempt, delay and error, and (direct delivery's
     /// retries) the devices already done, as a JSON array's text.
-    struct Move {
-        let id: Int64
-        let state: JobQueue.State
-        let attempt: Int
-        let delay: Int64?
-        let error: String?
-        let done: String?
+    package struct Move {
+        package let id: Int64
+        package let state: JobQueue.State
+        package let attempt: Int
+        package let delay: Int64?
+        package let error: String?
+        package let done: String?
     }
 
-    static func moveOut(_ jobs: [Move], on connection: PostgresConnection) throws {
+    package static func moveOut(_ jobs: [Move], on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
         try connection.query("""
             WITH x AS (
@@ -97,7 +97,7 @@ enum JobBlocks {
     }
 
     /// Deletes the lease ranges of `blocks` whose every position is acked or moved.
-    static func endSettledLeases(blocks: [Int64], on connection: PostgresConnection) throws {
+    package static func endSettledLeases(blocks: [Int64], on connection: PostgresConnection) throws {
         try connection.query("""
             DELETE FROM job_leases l USING job_block_marks k
              WHERE k.block = ANY (\(Array(Set(blocks)))::bigint[]) AND l.block = k.block
@@ -109,5 +109,5 @@ enum JobBlocks {
 extension Routing.Reason {
     /// The code a block stores: the position in `allCases` (append only: `herald_reason_name`
     /// in `sql/0024_job_blocks.sql` lists the same names in the same order).
-    var code: Int { Self.allCases.firstIndex(of: self)! }
+    package var code: Int { Self.allCases.firstIndex(of: self)! }
 }

@@ -8,97 +8,97 @@ import JSON
 /// that moment. So a job costs one narrow row to write, and a job nobody has claimed yet shows
 /// the message's current text after an edit (SPEC §11.4). The default and privacy templates live
 /// here and nowhere else.
-struct JobPayload {
-    var id: Int64
-    var attempt: Int
-    var app: String
-    var recipient: String
-    var createdAt: Int64
-    var eventSource: String
-    var eventID: String
-    var eventType: String
-    var reason: String
+package struct JobPayload {
+    package var id: Int64
+    package var attempt: Int
+    package var app: String
+    package var recipient: String
+    package var createdAt: Int64
+    package var eventSource: String
+    package var eventID: String
+    package var eventType: String
+    package var reason: String
     /// The recipient's devices when the job is read: at claim time (SPEC §13.1).
-    var devices: [Device.Target]
-    var privacy: Bool
-    var badge: Int
-    var messageID: String
-    var conversationID: String
-    var receiverType: String
-    var groupID: String?
-    var sender: String
-    var sentAt: Int64
-    var parentID: String?
-    var text: String
-    var lastError: String?
+    package var devices: [Device.Target]
+    package var privacy: Bool
+    package var badge: Int
+    package var messageID: String
+    package var conversationID: String
+    package var receiverType: String
+    package var groupID: String?
+    package var sender: String
+    package var sentAt: Int64
+    package var parentID: String?
+    package var text: String
+    package var lastError: String?
     /// `clear` (SPEC §13.2) or `retract` (SPEC §11.4), or nil: the message's notification
     /// (`message` or `reply`).
-    var removal: Removal?
+    package var removal: Removal?
     /// An `update` job (SPEC §11.4): the reason of the job it updates, whose template it uses.
-    var updates: String?
+    package var updates: String?
     /// The device that acted (a read's `deviceId`): left out of `devices`.
-    var excludeDevice: String?
+    package var excludeDevice: String?
     /// A `reaction` job's reaction (SPEC §11.2); also set on a reaction's retraction.
-    var reaction: Reaction?
+    package var reaction: Reaction?
     /// A `memberAction` job's action (SPEC §11.3).
-    var memberAction: MemberActionFacts?
+    package var memberAction: MemberActionFacts?
     /// A `sync` job's change (SPEC §12.3).
-    var sync: Sync?
+    package var sync: Sync?
     /// The W3C trace of the event that produced the job, in its `data` (a push traced from the
     /// bus to the device); nil when the event had none.
-    var traceparent: String? = nil
+    package var traceparent: String? = nil
     /// A `digest` job's held replies (SPEC §17).
-    var digest: Digest? = nil
+    package var digest: Digest? = nil
     /// A reply job that opened a digest window: its tag and collapse id are the thread.
-    var opensDigest = false
+    package var opensDigest = false
 
-    struct Digest {
-        var count: Int
+    package struct Digest {
+        package var count: Int
         /// The latest 100 held replies, oldest first.
-        var messageIDs: [String]
+        package var messageIDs: [String]
         /// Up to 5 distinct senders, latest first.
-        var senders: [String]
+        package var senders: [String]
     }
 
-    struct Sync {
+    package struct Sync {
         /// `messagePinned` … `conversationUnpinned` (also the job's reason).
-        var change: String
-        var conversationID: String?
+        package var change: String
+        package var conversationID: String?
         /// The pin's or save's time (0: unpinned, unsaved) and who pinned.
-        var at: Int64
-        var by: String?
+        package var at: Int64
+        package var by: String?
     }
 
-    struct Reaction {
-        var id: String
-        var reactor: String
-        var emoji: String
+    package struct Reaction {
+        package var id: String
+        package var reactor: String
+        package var emoji: String
     }
 
-    struct MemberActionFacts {
-        var action: MemberAction
-        var uid: String
-        var actor: String?
-        var scope: String?
-        var at: Int64
+    package struct MemberActionFacts {
+        package var action: MemberAction
+        package var uid: String
+        package var actor: String?
+        package var scope: String?
+        package var at: Int64
     }
 
     /// APNs' limit on a payload; the `notification` and `data` of a job stay within it (SPEC §11:
     /// the text is cut, never the JSON).
-    static let maxPushBytes = 4096
+    package static let maxPushBytes = 4096
 
     /// What a silent job removes from the recipient's devices: the notifications of replies read
     /// elsewhere (`clear`), or of a deleted message and its replies (`retract`).
-    struct Removal {
-        enum Kind: String { case clear, retract }
-        var kind: Kind
-        var collapseIds: [String]
+    package struct Removal {
+        package enum Kind: String { case clear, retract }
+        package var kind: Kind
+        package var collapseIds: [String]
     }
 
     /// The `traceparent` column of a job source: the trace of the event that produced the job
     /// `alias` (its own event, or when it names none — a block — its message's creation), stored
     /// once with the event (`sql/0025_event_traceparent.sql`), not with each job.
-    static func traceOf(_ alias: SQL) -> SQL {
+    package static func traceOf(_ alias: SQL) -> SQL {
         """
         (SELECT e.traceparent
            FROM (SELECT \(alias).event_source, \(alias).event_id WHERE \(alias).event_source IS NOT NULL
@@ -114,7 +114,7 @@ struct JobPayload {
     /// each job `j` and its message `m` (a clear job's thread root, or a reacted message, which may
     /// not have arrived); a reaction's job its reaction `r`, a member action's its action `a`
     /// (each looked up only for its kind of job).
-    static func from(_ source: SQL) -> SQL {
+    package static func from(_ source: SQL) -> SQL {
         """
         \(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id
         LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
@@ -127,7 +127,7 @@ struct JobPayload {
     }
 
     /// The select list that `init(row:)` reads by name, over `from(…)`.
-    static let columns: SQL = """
+    package static let columns: SQL = """
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
@@ -155,7 +155,7 @@ struct JobPayload {
 
     /// `message` (top-level), `reply` (SPEC §9), `clear` (SPEC §13.2), `retract` or `update`
     /// (SPEC §11.4), `reaction` (SPEC §11.2) or `memberAction` (SPEC §11.3).
-    var kind: String {
+    package var kind: String {
         if let removal { return removal.kind.rawValue }
         if digest != nil { return "digest" }
         if sync != nil { return "sync" }
@@ -167,13 +167,13 @@ struct JobPayload {
 
     /// `tag` and `collapseId`: the message id; a reaction's id; a member action's group.
     /// A digest's, and the reply that opened its window: the thread (SPEC §17).
-    var collapseID: String {
+    package var collapseID: String {
         if digest != nil || opensDigest { return parentID ?? messageID }
         return memberAction != nil ? groupID ?? "" : reaction?.id ?? messageID
     }
 
     /// Title and body from the default or the privacy template (uncut: see `push`).
-    var notification: (title: String, body: String) {
+    package var notification: (title: String, body: String) {
         if let action = memberAction {
             // SPEC §11.3's privacy text is the body; the title is the same label, naming nobody
             if privacy { return ("Group update", "Group update") }
@@ -209,7 +209,7 @@ struct JobPayload {
     }
 
     /// A member action's body (SPEC §11.3): `alice added bob`, or `bob was added` without an actor.
-    static func body(of action: MemberActionFacts) -> String {
+    package static func body(of action: MemberActionFacts) -> String {
         let subject = action.uid
         func acted(_ verb: String, passive: String) -> String {
             action.actor.map { "\($0) \(verb) \(subject)" } ?? "\(subject) was \(passive)"
@@ -241,7 +241,7 @@ struct JobPayload {
 
     /// The title and body as sent: the body cut (at a character, ending in "…") so that the job's
     /// `notification` and `data` together stay within `maxPushBytes` of JSON.
-    var push: (title: String, body: String) {
+    package var push: (title: String, body: String) {
         let (title, body) = notification
         // Most bodies are far from the limit: every byte of every field escaped at its worst (6)
         // and the JSON around them still fit.
@@ -258,7 +258,7 @@ struct JobPayload {
 
     /// `text` whole when its JSON escape fits in `budget` bytes, else its longest prefix of whole
     /// characters that fits with "…" after it.
-    static func cut(_ text: String, toEscapedBytes budget: Int) -> String {
+    package static func cut(_ text: String, toEscapedBytes budget: Int) -> String {
         func escaped<S: Sequence>(_ scalars: S) -> Int where S.Element == Unicode.Scalar {
             scalars.reduce(0) { $0 + JSONValue.escapedUTF8Count($1) }
         }
@@ -278,7 +278,7 @@ struct JobPayload {
     /// The job as its JSON object (`POST /v1/jobs/claim`); `withLastError` adds `lastError`
     /// (the dead-job list). Direct delivery leaves out `devices`, and for APNs `notification`
     /// (SPEC §13.4).
-    func write(to writer: inout JSONWriter, withLastError: Bool = false, withDevices: Bool = true, withNotification: Bool = true) {
+    package func write(to writer: inout JSONWriter, withLastError: Bool = false, withDevices: Bool = true, withNotification: Bool = true) {
         writer.object { job in
             job.field("id", wireJobID(id))
             job.field("attempt", attempt)
@@ -301,7 +301,7 @@ struct JobPayload {
     }
 
     /// The `notification` and `data` fields, into an object being written.
-    func writePush(to job: inout JSONWriter, title: String, body: String, withNotification: Bool = true) {
+    package func writePush(to job: inout JSONWriter, title: String, body: String, withNotification: Bool = true) {
         if let sync {
             // Silent: what changed, and the state it left, for the user's other devices.
             if withNotification { job.field("notification", JSONValue.null) }
@@ -395,7 +395,7 @@ struct JobPayload {
 
 extension JobPayload {
     /// A job from a row of `columns` (in an extension, so that the memberwise initialiser stays).
-    init(row: PostgresRow) throws {
+    package init(row: PostgresRow) throws {
         id = try row.decode("id")
         attempt = try row.decode("attempt")
         app = try row.decode("app")
@@ -445,18 +445,18 @@ extension JobPayload {
 
 extension JobPayload {
     /// The strings of a JSON array (`array_to_json(…)::text` of a text[] column); none for NULL.
-    static func strings(_ text: String?) throws -> [String] {
+    package static func strings(_ text: String?) throws -> [String] {
         guard let text, case .array(let items) = try JSONParser.parse(Array(text.utf8)) else { return [] }
         return items.compactMap { if case .string(let value) = $0 { value } else { nil } }
     }
 }
 
 extension JobPayload: JSONWritable {
-    func write(to writer: inout JSONWriter) { write(to: &writer, withLastError: false) }
+    package func write(to writer: inout JSONWriter) { write(to: &writer, withLastError: false) }
 }
 
 /// A dead job as `GET /v1/jobs/dead` lists it: the job with its last error.
-struct DeadJob: JSONWritable {
-    let job: JobPayload
-    func write(to writer: inout JSONWriter) { job.write(to: &writer, withLastError: true) }
+package struct DeadJob: JSONWritable {
+    package let job: JobPayload
+    package func write(to writer: inout JSONWriter) { job.write(to: &writer, withLastError: true) }
 }

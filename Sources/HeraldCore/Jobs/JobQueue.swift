@@ -3,37 +3,37 @@ import Postgres
 
 /// The job queue's transitions (SPEC §9), shared by the jobs API (pulled jobs) and built-in
 /// delivery (SPEC §13.3), so that leases, retries, backoff and dead letters are one rule.
-enum JobQueue {
-    static let maxAttempts = 8
+package enum JobQueue {
+    package static let maxAttempts = 8
 
     /// A job's state (SPEC §9), as `job_rows.state` keeps it; `ready` with a future
     /// `available_at` is a retry waiting for its backoff.
-    enum State: String, Sendable {
+    package enum State: String, Sendable {
         case ready, leased, acked, dead
     }
 
     /// A job acknowledged, with the devices its push service refused.
-    struct Ack {
-        let id: Int64
-        let attempt: Int
-        var invalidDevices: [String] = []
+    package struct Ack {
+        package let id: Int64
+        package let attempt: Int
+        package var invalidDevices: [String] = []
     }
 
     /// A job that failed: retried after `retryAfterMs` (else the backoff), or dead when not
     /// retryable or out of attempts.
-    struct Failure {
-        let id: Int64
-        let attempt: Int
-        let error: String
-        let retryable: Bool
-        let retryAfterMs: Int64?
+    package struct Failure {
+        package let id: Int64
+        package let attempt: Int
+        package let error: String
+        package let retryable: Bool
+        package let retryAfterMs: Int64?
         /// Direct delivery (SPEC §13.4): the devices that have their final outcome, which the
         /// retry leaves out.
-        var doneDevices: [String] = []
+        package var doneDevices: [String] = []
 
         /// `doneDevices` as stored beside the others: a JSON array's text (arrays of arrays do
         /// not pass through `unnest`).
-        var doneJSON: String? {
+        package var doneJSON: String? {
             guard !doneDevices.isEmpty else { return nil }
             var writer = JSONWriter()
             writer.array(strings: doneDevices)
@@ -52,7 +52,7 @@ enum JobQueue {
     /// `jobs_leased` that rescanned the pairs for every leased job (300 ms per 1,000 acks); and a
     /// probe on `app = $1 AND id = …`, planned for an app newer than the statistics as a scan of
     /// the app's every job through the index led by `app` (80 ms per job acked, W5 of make bench).
-    static func leased(app: String, ids: [Int64], attempts: [Int], extra: [(array: SQL, name: SQL)] = []) -> SQL {
+    package static func leased(app: String, ids: [Int64], attempts: [Int], extra: [(array: SQL, name: SQL)] = []) -> SQL {
         let names = SQL.joined(extra.map { ", x.\($0.name)" }, separator: "")
         let arrays = SQL.joined(extra.map { ", \($0.array)" }, separator: "")
         let columns = SQL.joined(extra.map { ", \($0.name)" }, separator: "")
@@ -70,19 +70,19 @@ enum JobQueue {
     /// that another transaction changed meanwhile (a lease that expired and was claimed again:
     /// the stale ack must not touch it); written as a CASE so that it cannot make `jobs_leased`
     /// usable for `j` and bring back the first slow plan.
-    static func leasedMatch(app: String) -> SQL {
+    package static func leasedMatch(app: String) -> SQL {
         "j.ctid = y.row AND CASE WHEN j.app = \(app) AND j.state = 'leased' THEN j.attempt END = y.attempt"
     }
 
     /// Exponential backoff from 1 s, capped at 5 minutes, with "equal jitter".
-    static func backoffMs(attempt: Int) -> Int64 {
+    package static func backoffMs(attempt: Int) -> Int64 {
         var generator = SystemRandomNumberGenerator()
         let base = min(Int64(300_000), Int64(1000) << min(max(attempt, 1) - 1, 20))
         return base / 2 + Int64.random(in: 0...(base / 2), using: &generator)
     }
 
     /// The columns of a job row (`job_rows`, and the `jobs` view's rows) that `JobPayload` reads.
-    static let rowColumns: SQL = """
+    package static let rowColumns: SQL = """
         id, app, message_id, recipient, event_source, event_id, event_type, reason, privacy, badge, state, attempt,
         created_at, available_at, lease_until, last_error, updated_at, kind, exclude_device, clear_ids, template_reason,
         subject_id, sync_at, sync_by, digest_count, digest_senders, delivered_devices
@@ -91,7 +91,7 @@ enum JobQueue {
     /// Seconds until a job of one of `apps` becomes claimable without an insert: a retry whose
     /// backoff ends, or a lease that expires (three index probes per app); nil when none will.
     /// Long-poll claims (JobWaiter) and built-in delivery (AppDeliverer) sleep until then.
-    static func nextDue(apps: [String], on connection: PostgresConnection) throws -> Double? {
+    package static func nextDue(apps: [String], on connection: PostgresConnection) throws -> Double? {
         let rows = try connection.query("""
             SELECT min(least(r.at, l.at, b.at)) - herald_now_ms()
               FROM unnest(\(apps)::text[]) AS a(app)
@@ -108,7 +108,7 @@ enum JobQueue {
     /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
     /// (retries, silent jobs), then ranges of the oldest blocks (`herald_claim_jobs`). Two
     /// statements: the claim, and the payloads of what it leased.
-    static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
+    package static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
         var rowIDs: [Int64] = [], blocks: [Int64] = [], firsts: [Int] = [], lasts: [Int] = []
         for row in try connection.query("SELECT row_id, block, first, last FROM herald_claim_jobs(\(app), \(max), \(leaseSeconds))") {
             if let block = try row.decode("block", as: Int64?.self) {
@@ -157,7 +157,7 @@ enum JobQueue {
     /// Acknowledges the jobs whose attempt is current, and removes the devices their push
     /// service refused (SPEC §13.1) — only those of jobs this call acknowledged. Returns the ids
     /// acknowledged. Runs in the caller's transaction.
-    static func ack(app: String, _ acks: [Ack], on connection: PostgresConnection) throws -> Set<Int64> {
+    package static func ack(app: String, _ acks: [Ack], on connection: PostgresConnection) throws -> Set<Int64> {
         guard !acks.isEmpty else { return [] }
         let parts = try split(app: app, acks, id: \.id, attempt: \.attempt, on: connection)
         var marks = parts.marks
@@ -220,7 +220,7 @@ enum JobQueue {
     /// Fails the jobs whose attempt is current: each is retried later or dead. Returns the
     /// state each handled job is in now (`ready` or `dead`), by id. Runs in the caller's
     /// transaction.
-    static func fail(app: String, _ failures: [Failure], on connection: PostgresConnection) throws -> [Int64: State] {
+    package static func fail(app: String, _ failures: [Failure], on connection: PostgresConnection) throws -> [Int64: State] {
         guard !failures.isEmpty else { return [:] }
         let parts = try split(app: app, failures, id: \.id, attempt: \.attempt, on: connection)
         var marks = parts.marks
@@ -266,7 +266,7 @@ enum JobQueue {
 
     /// Tells the claims waiting on every instance that jobs of `app` are (or will be) ready
     /// without an insert: a release, a retry, a requeue (NOTIFY, sent at commit).
-    static func announce(app: String, on connection: PostgresConnection) throws {
+    package static func announce(app: String, on connection: PostgresConnection) throws {
         try connection.query("SELECT pg_notify('herald_jobs', \(app))")
     }
 
@@ -274,7 +274,7 @@ enum JobQueue {
     /// sending them): ready in their old place (a claim leaves `available_at` as it was), the
     /// claim's attempt undone. A block's job moves out to `job_rows` for that. Runs in the
     /// caller's transaction.
-    static func release(app: String, _ jobs: [(id: Int64, attempt: Int)], on connection: PostgresConnection) throws {
+    package static func release(app: String, _ jobs: [(id: Int64, attempt: Int)], on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
         let (marks, rowJobs) = try split(app: app, jobs, id: \.id, attempt: \.attempt, on: connection)
         let moves = jobs.filter { job in

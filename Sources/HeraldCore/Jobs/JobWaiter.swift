@@ -11,18 +11,18 @@ import JSON
 /// or when the next job of a waiting app becomes claimable (a retry's backoff ends, a lease
 /// expires: read from the queue's indexes after each pass), answering when jobs come or the time
 /// is up. Only while the listener has no connection does it retry every 250 ms.
-public final class JobWaiter: Sendable {
-    struct Waiting: Sendable {
-        let app: String
-        let max: Int
-        let leaseSeconds: Int
-        let deadline: UInt64
-        let deferral: Deferral
+package final class JobWaiter: Sendable {
+    package struct Waiting: Sendable {
+        package let app: String
+        package let max: Int
+        package let leaseSeconds: Int
+        package let deadline: UInt64
+        package let deferral: Deferral
     }
 
-    let database: PostgresPool
-    let metrics: Metrics
-    public let gate: LongPollGate
+    package let database: PostgresPool
+    package let metrics: Metrics
+    package let gate: LongPollGate
     /// A claim stays registered from `wait` until it is answered, so jobs that come while a pass
     /// runs mark its app due for the next pass: never lost. Each app's claims are tried oldest first.
     private let state = Mutex(WaitingSet<Waiting>())
@@ -30,20 +30,20 @@ public final class JobWaiter: Sendable {
     /// Set by `stop()`: a claim that comes later is answered at once, never left waiting.
     private let closed = Atomic<Bool>(false)
     /// Whether `NotificationListener` is connected (it sets this).
-    let listening = Atomic<Bool>(false)
+    package let listening = Atomic<Bool>(false)
 
-    public init(database: PostgresPool, metrics: Metrics, gate: LongPollGate) {
+    package init(database: PostgresPool, metrics: Metrics, gate: LongPollGate) {
         self.database = database
         self.metrics = metrics
         self.gate = gate
     }
 
     /// Claims waiting now.
-    public var waitingCount: Int { state.withLock { $0.count } }
+    package var waitingCount: Int { state.withLock { $0.count } }
 
     /// Registers a claim to wait; it is answered at once if the waiter is stopping, and refused
     /// with `429 ERR_OVERLOADED` when the gate has no slot for it.
-    func wait(_ item: Waiting) throws(HTTPError) {
+    package func wait(_ item: Waiting) throws(HTTPError) {
         if closed.load(ordering: .relaxed) {
             item.deferral.complete(Response.json(ClaimedJobs(jobs: [])))
             return
@@ -54,17 +54,17 @@ public final class JobWaiter: Sendable {
     }
 
     /// New jobs of `app` may exist (a NOTIFY herald_jobs with its app, a release, a retry).
-    public func wake(app: String) {
+    package func wake(app: String) {
         if state.withLock({ $0.markDue(CollectionOfOne(app)) }) { loop.wake() }
     }
 
     /// New jobs of any app may exist: look now.
-    public func wake() {
+    package func wake() {
         state.withLock { $0.markAllDue() }
         loop.wake()
     }
 
-    public func start() {
+    package func start() {
         closed.store(false, ordering: .relaxed)
         // When woken (new jobs, a new claim) or when the next job or deadline is due.
         loop.start(pass: { [self] in pass() }, drain: { [self] in
@@ -74,7 +74,7 @@ public final class JobWaiter: Sendable {
     }
 
     /// Answers every waiting claim and stops; claims that arrive afterwards do not wait.
-    public func stop() {
+    package func stop() {
         closed.store(true, ordering: .relaxed)
         loop.stop(timeout: 10)
     }

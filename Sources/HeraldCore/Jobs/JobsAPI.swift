@@ -3,9 +3,9 @@ import Postgres
 import JSON
 
 /// SPEC §9: the jobs API for push senders (worker and server roles).
-enum JobsAPI {
+package enum JobsAPI {
 
-    static func register(in router: inout Router<Route>) {
+    package static func register(in router: inout Router<Route>) {
         router.add(.post, "/v1/jobs/claim", Route(access: .worker, accepts: Route.json, handler: claim))
         router.add(.post, "/v1/jobs/ack", Route(access: .worker, accepts: Route.json, handler: ack))
         router.add(.post, "/v1/jobs/fail", Route(access: .worker, accepts: Route.json, handler: fail))
@@ -14,7 +14,7 @@ enum JobsAPI {
         router.add(.post, "/v1/jobs/dead/requeue", Route(access: .worker, accepts: Route.json, handler: requeue))
     }
 
-    static func integer(_ object: [String: JSONValue], _ key: String, default value: Int, range: ClosedRange<Int>) throws(HTTPError) -> Int {
+    package static func integer(_ object: [String: JSONValue], _ key: String, default value: Int, range: ClosedRange<Int>) throws(HTTPError) -> Int {
         guard let item = object[key], item != .null else { return value }
         if case .bigInteger = item { throw HTTPError.invalidLimit(field: key, min: range.lowerBound, max: range.upperBound) }
         guard case .int(let number) = item else {
@@ -27,14 +27,14 @@ enum JobsAPI {
     }
 
     /// "j123" → 123.
-    static func jobID(_ value: JSONValue?, field: String) throws(HTTPError) -> Int64 {
+    package static func jobID(_ value: JSONValue?, field: String) throws(HTTPError) -> Int64 {
         guard case .string(let text)? = value, text.hasPrefix("j"), let id = Int64(text.dropFirst()), id > 0 else {
             throw HTTPError.badRequest("\(field) must be a job id", field: field)
         }
         return id
     }
 
-    static func claim(_ context: RequestContext) throws -> Response {
+    package static func claim(_ context: RequestContext) throws -> Response {
         let object = try context.request.jsonObject()
         let max = try integer(object, "max", default: 100, range: 1...1000)
         let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
@@ -50,7 +50,7 @@ enum JobsAPI {
     }
 
     /// One claim: returns expired leases to the queue, then leases up to `max` ready jobs.
-    static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool,
+    package static func claimOnce(app: String, max: Int, leaseSeconds: Int, database: PostgresPool,
                           metrics: Metrics) throws -> (Int, Response) {
         let jobs = try database.withTransaction { try JobQueue.claim(app: app, max: max, leaseSeconds: leaseSeconds, on: $0) }
         metrics.add(.jobsClaimed, jobs.count)
@@ -58,7 +58,7 @@ enum JobsAPI {
     }
 
     /// Reads `{"jobs": [{"id", "attempt", …}]}`.
-    static func entries(_ object: [String: JSONValue]) throws(HTTPError) -> [(Int64, Int, [String: JSONValue])] {
+    package static func entries(_ object: [String: JSONValue]) throws(HTTPError) -> [(Int64, Int, [String: JSONValue])] {
         guard case .array(let items)? = object["jobs"] else { throw HTTPError.badRequest("jobs must be an array", field: "jobs") }
         guard items.count <= 1000 else { throw HTTPError.invalidLimit(field: "jobs", min: 0, max: 1000) }
         var result: [(Int64, Int, [String: JSONValue])] = []
@@ -73,7 +73,7 @@ enum JobsAPI {
         return result
     }
 
-    static func ack(_ context: RequestContext) throws -> Response {
+    package static func ack(_ context: RequestContext) throws -> Response {
         let items = try entries(try context.request.jsonObject())
         var acks: [JobQueue.Ack] = []
         for (index, item) in items.enumerated() {
@@ -98,7 +98,7 @@ enum JobsAPI {
         return .json(AckResult(acked: acked.count, stale: items.map(\.0).filter { !acked.contains($0) }))
     }
 
-    static func fail(_ context: RequestContext) throws -> Response {
+    package static func fail(_ context: RequestContext) throws -> Response {
         let items = try entries(try context.request.jsonObject())
         var failures: [JobQueue.Failure] = []
         for (index, item) in items.enumerated() {
@@ -134,7 +134,7 @@ enum JobsAPI {
     /// age in ms. From the row jobs in state ready, leased or dead, the blocks with jobs left to
     /// claim (`stop - claimed` each), and the lease ranges (their positions neither acked nor
     /// moved). Shared by the stats route and `/metrics`.
-    static func queueCounts(app: String?) -> SQL {
+    package static func queueCounts(app: String?) -> SQL {
         let appIs: SQL = app.map { "app = \($0) AND" } ?? ""
         let leaseApp: SQL = app.map { "WHERE l.app = \($0)" } ?? ""
         return """
@@ -156,7 +156,7 @@ enum JobsAPI {
             """
     }
 
-    static func stats(_ context: RequestContext) throws -> Response {
+    package static func stats(_ context: RequestContext) throws -> Response {
         let rows = try context.services.database.withConnection { connection in
             try connection.query(queueCounts(app: context.app))
         }
@@ -165,7 +165,7 @@ enum JobsAPI {
                                 dead: try row.decode("dead"), oldestReadyAgeMs: try row.decode("oldest_ready_age_ms")))
     }
 
-    static func dead(_ context: RequestContext) throws -> Response {
+    package static func dead(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.integerPosition(kind: "dead")
         let jobs = try context.services.database.withConnection { connection in
@@ -181,7 +181,7 @@ enum JobsAPI {
         return .json(list.page(entries, kind: "dead"))
     }
 
-    static func requeue(_ context: RequestContext) throws -> Response {
+    package static func requeue(_ context: RequestContext) throws -> Response {
         guard case .array(let values)? = try context.request.jsonObject()["ids"] else {
             throw HTTPError.badRequest("ids must be an array of job ids", field: "ids")
         }
@@ -207,24 +207,24 @@ enum JobsAPI {
 // MARK: Response bodies (SPEC §9)
 
 /// `POST /v1/jobs/claim`: the claimed jobs, each written by `JobPayload`.
-struct ClaimedJobs: JSONWritable {
-    let jobs: [JobPayload]
+package struct ClaimedJobs: JSONWritable {
+    package let jobs: [JobPayload]
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { $0.field("jobs", array: jobs) }
     }
 }
 
 /// A job id on the wire: `j<number>`.
-func wireJobID(_ id: Int64) -> String { "j\(id)" }
+package func wireJobID(_ id: Int64) -> String { "j\(id)" }
 
 /// `POST /v1/jobs/ack`.
-struct AckResult: JSONWritable {
-    let acked: Int
+package struct AckResult: JSONWritable {
+    package let acked: Int
     /// Jobs not acked: unknown, not leased, or leased with another attempt.
-    let stale: [Int64]
+    package let stale: [Int64]
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { body in
             body.field("acked", acked)
             body.field("stale") { $0.array(strings: stale.map(wireJobID)) }
@@ -233,12 +233,12 @@ struct AckResult: JSONWritable {
 }
 
 /// `POST /v1/jobs/fail`.
-struct FailResult: JSONWritable {
-    let dead: Int
-    let retrying: Int
-    let stale: [Int64]
+package struct FailResult: JSONWritable {
+    package let dead: Int
+    package let retrying: Int
+    package let stale: [Int64]
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { body in
             body.field("dead", dead)
             body.field("retrying", retrying)
@@ -248,14 +248,14 @@ struct FailResult: JSONWritable {
 }
 
 /// `GET /v1/jobs/stats`.
-struct QueueStats: JSONWritable {
-    let ready: Int
-    let leased: Int
-    let retrying: Int
-    let dead: Int
-    let oldestReadyAgeMs: Int
+package struct QueueStats: JSONWritable {
+    package let ready: Int
+    package let leased: Int
+    package let retrying: Int
+    package let dead: Int
+    package let oldestReadyAgeMs: Int
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { body in
             body.field("ready", ready)
             body.field("leased", leased)
@@ -267,10 +267,10 @@ struct QueueStats: JSONWritable {
 }
 
 /// `POST /v1/jobs/dead/requeue`.
-struct Requeued: JSONWritable {
-    let requeued: Int
+package struct Requeued: JSONWritable {
+    package let requeued: Int
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { $0.field("requeued", requeued) }
     }
 }

@@ -9,19 +9,19 @@ import Postgres
 ///
 /// Runs in the ingest transaction, which holds the group's lock exclusively for member events.
 /// Groups above `largeGroupThreshold` get a fan-out task (`FanoutWorker`), worked with `produce`.
-enum MemberActionJobs {
-    struct Item {
-        let event: IncomingEvent
-        let change: DomainEvent.MembershipChange
+package enum MemberActionJobs {
+    package struct Item {
+        package let event: IncomingEvent
+        package let change: DomainEvent.MembershipChange
     }
 
     /// The latest join and removal evidence of each (group, uid) of `changes`, keyed by
     /// `key(group:uid:)`.
-    typealias State = [[UInt8]: (joined: Int64?, removed: Int64?)]
+    package typealias State = [[UInt8]: (joined: Int64?, removed: Int64?)]
 
-    static func key(group: String, uid: String) -> [UInt8] { Array(group.utf8) + [0] + Array(uid.utf8) }
+    package static func key(group: String, uid: String) -> [UInt8] { Array(group.utf8) + [0] + Array(uid.utf8) }
 
-    static func state(app: String, of changes: [DomainEvent.MembershipChange], on connection: PostgresConnection) throws -> State {
+    package static func state(app: String, of changes: [DomainEvent.MembershipChange], on connection: PostgresConnection) throws -> State {
         guard !changes.isEmpty else { return [:] }
         var state: State = [:]
         for row in try connection.query("""
@@ -41,7 +41,7 @@ enum MemberActionJobs {
     /// other kind outranks. On equal times a removal wins, as everywhere. A message of the batch
     /// from a member-to-be (`sentBy`: the earliest, by member) that comes before a join made them
     /// a member first: that join is not the change (as when the message arrives in an earlier batch).
-    static func changing(_ items: [Item], before: State, after: State, sentBy: [[UInt8]: Int64] = [:]) -> [Item] {
+    package static func changing(_ items: [Item], before: State, after: State, sentBy: [[UInt8]: Int64] = [:]) -> [Item] {
         func member(_ state: (joined: Int64?, removed: Int64?)?) -> Bool {
             guard let joined = state?.joined else { return false }
             return joined > (state?.removed ?? -1)
@@ -65,7 +65,7 @@ enum MemberActionJobs {
 
     /// Records what the notifying `items` say and makes their jobs (unless stale); returns how
     /// many were made.
-    static func make(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+    package static func make(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !items.isEmpty else { return 0 }
         let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
@@ -92,7 +92,7 @@ enum MemberActionJobs {
     ///
     /// A user who stored no preferences has the app's: unless the app's default for the action is
     /// `SUBSCRIBE`, none of them can be notified, so the query skips them.
-    static func produce(app: String, _ events: [IncomingEvent], settings: AppSettings, after: String?, limit: Int?,
+    package static func produce(app: String, _ events: [IncomingEvent], settings: AppSettings, after: String?, limit: Int?,
                         on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !events.isEmpty else { return (nil, 0) }
         let defaults = EffectivePreferences(app: settings)

@@ -10,14 +10,14 @@ import Postgres
 /// Runs in the ingest transaction under the reacted message's thread lock (`IngestStore.lockSet`),
 /// so a deletion of the message or a removal of the reaction is wholly before or after it. Groups
 /// above `largeGroupThreshold` get a fan-out task (`FanoutWorker`), worked with `produce`.
-enum ReactionJobs {
-    struct Item {
-        let event: IncomingEvent
-        let reaction: DomainEvent.Reaction
+package enum ReactionJobs {
+    package struct Item {
+        package let event: IncomingEvent
+        package let reaction: DomainEvent.Reaction
     }
 
     /// Stores the batch's reaction events and makes their jobs; returns how many were made.
-    static func apply(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+    package static func apply(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !items.isEmpty else { return 0 }
         // One row per reaction id (keys compare as bytes): the batch's first reaction.added, its
         // earliest reaction.removed.
@@ -128,7 +128,7 @@ enum ReactionJobs {
     /// A user who stored no preferences has the app's: unless the app's default is
     /// `SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES`, only the message's author can be notified among
     /// them, so the query skips the others.
-    static func produce(app: String, _ items: [(event: IncomingEvent, reactionID: String)], settings: AppSettings,
+    package static func produce(app: String, _ items: [(event: IncomingEvent, reactionID: String)], settings: AppSettings,
                         after: String?, limit: Int?, on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !items.isEmpty else { return (nil, 0) }
         let defaults = EffectivePreferences(app: settings)

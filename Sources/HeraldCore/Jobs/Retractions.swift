@@ -9,17 +9,17 @@ import Postgres
 ///
 /// One per (deletion event, recipient), through the jobs' unique key: a redelivered deletion
 /// makes no second one.
-enum Retractions {
-    struct Deletion {
-        let event: IncomingEvent
-        let message: DomainEvent.MessageDeleted
+package enum Retractions {
+    package struct Deletion {
+        package let event: IncomingEvent
+        package let message: DomainEvent.MessageDeleted
     }
 
-    static let maxCollapseIDs = 100
+    package static let maxCollapseIDs = 100
 
     /// Makes the retract jobs of these deletions, after their unclaimed jobs were cancelled, in
     /// the caller's transaction. Returns how many were made.
-    static func make(app: String, deletions: [Deletion], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+    package static func make(app: String, deletions: [Deletion], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         let due = try dueNow(deletions, appSettings: appSettings, setting: \.messageDeleted, time: \.message.deletedAt)
         guard !due.isEmpty else { return 0 }
         let rows = try connection.query("""

@@ -7,10 +7,10 @@ import Postgres
 /// true`. A user the edit newly mentions gets the mention job instead (`Fanout.runEdits` runs
 /// first; both would have the same key, so the update is not made). Updates skip preferences
 /// and quiet rules; `messageEdited: DONT_NOTIFY` turns them off, and a stale edit makes none.
-enum Updates {
+package enum Updates {
     /// Makes the update jobs of these edits, after the edits' mention jobs, in the caller's
     /// transaction. Returns how many were made.
-    static func make(app: String, edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], appSettings: BatchSettings,
+    package static func make(app: String, edits: [(event: IncomingEvent, edit: DomainEvent.MessageEdited)], appSettings: BatchSettings,
                      on connection: PostgresConnection) throws -> Int {
         let due = try dueNow(edits, appSettings: appSettings, setting: \.messageEdited, time: \.edit.editedAt)
         guard !due.isEmpty else { return 0 }
@@ -34,7 +34,7 @@ enum Updates {
 
 /// The events of `items` that make update or retract jobs now (SPEC §11.4): the app's
 /// `setting` is NOTIFY, and the event's own time is not stale (SPEC §11.5).
-func dueNow<T>(_ items: [T], appSettings: BatchSettings, setting: KeyPath<AppSettings, AppSettings.Notice>,
+package func dueNow<T>(_ items: [T], appSettings: BatchSettings, setting: KeyPath<AppSettings, AppSettings.Notice>,
                time: (T) -> Int64) throws -> [T] {
     guard !items.isEmpty else { return [] }
     let settings = try appSettings.get()

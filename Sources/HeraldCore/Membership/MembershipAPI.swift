@@ -3,24 +3,24 @@ import Postgres
 import JSON
 
 /// The membership snapshot (SPEC §4): `PUT/GET /v1/groups/{guid}/members` (server role).
-enum MembershipAPI {
-    static let maxMembers = 100_000
+package enum MembershipAPI {
+    package static let maxMembers = 100_000
 
-    static func register(in router: inout Router<Route>) {
+    package static func register(in router: inout Router<Route>) {
         router.add(.put, "/v1/groups/{guid}/members", Route(access: .server, accepts: Route.json, handler: replace))
         router.add(.get, "/v1/groups/{guid}/members", Route(access: .server, handler: list))
     }
 
     /// Members changed by one snapshot from which group_members is analyzed after it.
-    static let analyzeAfter = 1000
+    package static let analyzeAfter = 1000
 
-    struct Snapshot: Decodable {
-        let members: [JSONValue]
+    package struct Snapshot: Decodable {
+        package let members: [JSONValue]
     }
 
     /// Replaces the member set, as evidence at the database's clock: users listed and not members
     /// join now; members not listed are removed now. Their subscriptions follow (SPEC §5.3).
-    static func replace(_ context: RequestContext) throws -> Response {
+    package static func replace(_ context: RequestContext) throws -> Response {
         let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
         let body = try context.request.decodeJSON(Snapshot.self)
         guard body.members.count <= maxMembers else {
@@ -86,7 +86,7 @@ enum MembershipAPI {
         return .json(MemberCount(count: members.count))
     }
 
-    static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: RequestContext) throws -> Response {
         let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.position(kind: "members")
@@ -103,7 +103,7 @@ enum MembershipAPI {
 }
 
 /// `PUT /v1/groups/{guid}/members`: how many members the snapshot holds.
-struct MemberCount: JSONWritable {
-    let count: Int
-    func write(to writer: inout JSONWriter) { writer.object { $0.field("count", count) } }
+package struct MemberCount: JSONWritable {
+    package let count: Int
+    package func write(to writer: inout JSONWriter) { writer.object { $0.field("count", count) } }
 }

@@ -3,21 +3,21 @@ import Glibc
 import Secrets
 
 /// One SQL file of `sql/`, named `NNNN_description.sql`.
-public struct Migration: Sendable, Equatable {
-    public let version: Int
-    public let name: String
-    public let sql: String
+package struct Migration: Sendable, Equatable {
+    package let version: Int
+    package let name: String
+    package let sql: String
     /// SHA-256 of the file, recorded when applied, so a file edited afterwards is noticed.
-    public var checksum: String { Secrets.hex(Secrets.sha256(sql)) }
+    package var checksum: String { Secrets.hex(Secrets.sha256(sql)) }
 
-    public init(version: Int, name: String, sql: String) {
+    package init(version: Int, name: String, sql: String) {
         self.version = version
         self.name = name
         self.sql = sql
     }
 
     /// Reads every `NNNN_*.sql` file in `directory`, ordered by version.
-    public static func load(directory: String) throws -> [Migration] {
+    package static func load(directory: String) throws -> [Migration] {
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
             throw MigrationError(message: "cannot read the migrations folder \(directory)")
         }
@@ -44,7 +44,7 @@ public struct Migration: Sendable, Equatable {
     /// The files of `functions/` in `directory`, in name order: SQL functions (`CREATE OR REPLACE`)
     /// that hold derived-state rules, applied again at every start after the migrations, so that a
     /// rule changes by editing its file rather than through a new migration. None: an empty list.
-    public static func loadFunctions(directory: String) throws -> [Migration] {
+    package static func loadFunctions(directory: String) throws -> [Migration] {
         let folder = directory + "/functions"
         guard let entries = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return [] }
         return try entries.filter { $0.hasSuffix(".sql") }.sorted().map { entry in
@@ -57,7 +57,7 @@ public struct Migration: Sendable, Equatable {
 
     /// The migrations folder: `configured` if given, else the first `sql/` holding migrations
     /// that `Resources` finds.
-    public static func locateDirectory(configured: String?) -> String {
+    package static func locateDirectory(configured: String?) -> String {
         if let configured { return configured }
         return Resources.locate("sql") { directory in
             guard let entries = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return false }
@@ -67,7 +67,7 @@ public struct Migration: Sendable, Equatable {
 }
 
 /// Migrations could not be read or applied.
-public struct MigrationError: Error, Sendable, CustomStringConvertible {
-    public let message: String
-    public var description: String { message }
+package struct MigrationError: Error, Sendable, CustomStringConvertible {
+    package let message: String
+    package var description: String { message }
 }

@@ -7,30 +7,30 @@ import Postgres
 /// `lockKey` and then looks again at what is applied, so concurrent runners apply each
 /// migration once and in order. (A session lock held for the whole run would not survive a
 /// transaction pooler: lock and unlock could run on different server connections.)
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// The advisory lock key every Herald instance takes while migrating.
-    static let lockKey: Int64 = 0x4845_5241_4C44 // "HERALD"
+    package static let lockKey: Int64 = 0x4845_5241_4C44 // "HERALD"
 
-    public let migrations: [Migration]
+    package let migrations: [Migration]
     /// `sql/functions/`: applied after the migrations on every run.
-    public let functions: [Migration]
+    package let functions: [Migration]
 
-    public init(migrations: [Migration], functions: [Migration] = []) {
+    package init(migrations: [Migration], functions: [Migration] = []) {
         self.migrations = migrations
         self.functions = functions
     }
 
     /// The migrations and the functions of a `sql/` folder.
-    public init(directory: String) throws {
+    package init(directory: String) throws {
         self.init(migrations: try Migration.load(directory: directory), functions: try Migration.loadFunctions(directory: directory))
     }
 
     /// The newest version this binary knows.
-    public var latestVersion: Int { migrations.last?.version ?? 0 }
+    package var latestVersion: Int { migrations.last?.version ?? 0 }
 
     /// Applies what is missing; returns the migrations applied by this call.
     @discardableResult
-    public func migrate(_ connection: PostgresConnection) throws -> [Migration] {
+    package func migrate(_ connection: PostgresConnection) throws -> [Migration] {
         var applied = try locked(connection) { connection -> [Int: String] in
             try connection.queryOnce("""
                 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -87,7 +87,7 @@ public struct Migrator: Sendable {
     }
 
     /// The newest applied version, 0 when nothing is applied.
-    public func appliedVersion(_ connection: PostgresConnection) throws -> Int {
+    package func appliedVersion(_ connection: PostgresConnection) throws -> Int {
         do {
             let rows = try connection.query("SELECT coalesce(max(version), 0) FROM schema_migrations")
             return try rows.first?.decode(0, as: Int.self) ?? 0

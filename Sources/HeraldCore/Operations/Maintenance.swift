@@ -5,14 +5,14 @@ import Synchronization
 /// Background housekeeping on a queue of its own (never Swift's cooperative pool): forgets
 /// dedupe records, rejected events, finished jobs and fan-out tasks older than the retention,
 /// in small batches.
-public final class Maintenance: Sendable {
-    public let retentionDays: Int
-    let database: PostgresPool
-    let logger: Logger
-    let intervalSeconds: Double
+package final class Maintenance: Sendable {
+    package let retentionDays: Int
+    package let database: PostgresPool
+    package let logger: Logger
+    package let intervalSeconds: Double
     private let loop = BackgroundLoop(label: "herald.maintenance", qos: .utility, firstWait: .rest(seconds: 60))
 
-    public init(database: PostgresPool, retentionDays: Int, logger: Logger, intervalSeconds: Double = 3600) {
+    package init(database: PostgresPool, retentionDays: Int, logger: Logger, intervalSeconds: Double = 3600) {
         self.database = database
         self.retentionDays = retentionDays
         self.logger = logger
@@ -20,7 +20,7 @@ public final class Maintenance: Sendable {
     }
 
     /// Starts the loop: a pass soon after start, then every `intervalSeconds`.
-    public func start() {
+    package func start() {
         loop.start { [self] in
             do {
                 let removed = try runOnce()
@@ -33,11 +33,11 @@ public final class Maintenance: Sendable {
     }
 
     /// Stops the loop; a pass in progress finishes first (waited for up to 10 s).
-    public func stop() { loop.stop(timeout: 10) }
+    package func stop() { loop.stop(timeout: 10) }
 
     /// One pass; returns how many rows were removed.
     @discardableResult
-    public func runOnce() throws -> Int {
+    package func runOnce() throws -> Int {
         var removed = 0
         // Finished jobs go with the dedupe records of their events.
         let days = retentionDays
@@ -84,7 +84,7 @@ public final class Maintenance: Sendable {
     /// Change-feed entries (SPEC §14) older than their app's `changeRetentionSeconds`, app by
     /// app in batches of 5,000 (the block range index on `at` finds them). A minute more than the
     /// retention: a cursor is refused (410) from the retention on, so none can still reach them.
-    public func purgeChanges() throws -> Int {
+    package func purgeChanges() throws -> Int {
         var removed = 0
         let apps = try database.withConnection { connection in
             try connection.query("""
@@ -110,7 +110,7 @@ public final class Maintenance: Sendable {
     /// Removed pins and saves (SPEC §12) older than their app's `changeRetentionSeconds`, in
     /// batches of 5,000. Until then an unpin or unsave outranks an older pin or save that arrives
     /// late; after it, such a late event applies again.
-    func purgeTombstones() throws -> Int {
+    package func purgeTombstones() throws -> Int {
         var removed = 0
         let tables: [(table: SQL, flag: SQL)] = [("message_pins", "pinned"), ("message_saves", "saved"), ("conversation_pins", "pinned")]
         for (table, flag) in tables {

@@ -10,25 +10,25 @@ import Synchronization
 ///
 /// Labels are bounded: a route is its pattern (`/v1/users/{uid}/threads`), never the raw path,
 /// and nothing carries an app id, a user id or a secret.
-public final class Metrics: Sendable {
+package final class Metrics: Sendable {
     /// Upper bounds of the latency buckets, in seconds (long polls can take up to 30 s).
-    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
+    package static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30]
 
-    struct RouteKey: Hashable {
-        let method: String
-        let route: String
+    package struct RouteKey: Hashable {
+        package let method: String
+        package let route: String
     }
 
-    struct RouteStats {
-        var statuses: [Int: Int] = [:]
+    package struct RouteStats {
+        package var statuses: [Int: Int] = [:]
         /// Non-cumulative counts per bucket; the last slot is +Inf.
-        var buckets = [Int](repeating: 0, count: Metrics.bucketBounds.count + 1)
-        var sum: Double = 0
-        var count = 0
+        package var buckets = [Int](repeating: 0, count: Metrics.bucketBounds.count + 1)
+        package var sum: Double = 0
+        package var count = 0
     }
 
     /// Counters of things Herald does, by name and label value.
-    public enum Counter: Int, CaseIterable, Sendable {
+    package enum Counter: Int, CaseIterable, Sendable {
         case eventsAccepted, eventsDuplicate, eventsRejected
         case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
         case deliveryClaims
@@ -36,10 +36,10 @@ public final class Metrics: Sendable {
 
     /// Built-in delivery (SPEC §13.3): attempts by outcome and status class, their durations,
     /// and the requests in flight.
-    struct DeliveryStats {
-        var attempts: [String: Int] = [:]   // "platform|outcome|status"
-        var durations: [String: RouteStats] = [:]   // by platform
-        var inFlight = 0
+    package struct DeliveryStats {
+        package var attempts: [String: Int] = [:]   // "platform|outcome|status"
+        package var durations: [String: RouteStats] = [:]   // by platform
+        package var inFlight = 0
     }
 
     private let routes = Lock<[RouteKey: RouteStats]>([:])
@@ -47,10 +47,10 @@ public final class Metrics: Sendable {
     private let counters = Lock<[Int]>(Array(repeating: 0, count: Counter.allCases.count))
     private let startedAt = currentTimeMilliseconds()
 
-    public init() {}
+    package init() {}
 
     /// Records one answered request.
-    public func observe(method: String, route: String, status: Int, seconds: Double) {
+    package func observe(method: String, route: String, status: Int, seconds: Double) {
         let bucket = Self.bucket(seconds)
         routes.withLock { routes in
             routes[RouteKey(method: method, route: route), default: RouteStats()].record(status: status, bucket: bucket, seconds: seconds)
@@ -58,16 +58,16 @@ public final class Metrics: Sendable {
     }
 
     /// Adds `amount` to a counter.
-    public func add(_ counter: Counter, _ amount: Int) {
+    package func add(_ counter: Counter, _ amount: Int) {
         guard amount != 0 else { return }
         counters.withLock { $0[counter.rawValue] += amount }
     }
 
-    func deliveryStarted() { delivery.withLock { $0.inFlight += 1 } }
+    package func deliveryStarted() { delivery.withLock { $0.inFlight += 1 } }
 
     /// A request ended. `platform`: the device platform of a direct push (SPEC §13.4); empty
     /// for the webhook and gorush modes.
-    func deliveryFinished(platform: String, seconds: Double) {
+    package func deliveryFinished(platform: String, seconds: Double) {
         let bucket = Self.bucket(seconds)
         delivery.withLock { stats in
             stats.inFlight -= 1
@@ -78,7 +78,7 @@ public final class Metrics: Sendable {
     }
 
     /// A webhook or gorush request's outcome for its job.
-    func deliveryAttempt(outcome: DeliveryRequest.Outcome, status: String) {
+    package func deliveryAttempt(outcome: DeliveryRequest.Outcome, status: String) {
         let name = switch outcome {
         case .delivered: "delivered"
         case .retry: "retry"
@@ -90,13 +90,13 @@ public final class Metrics: Sendable {
 
     /// An attempt's outcome by name: a direct push's for its device (`sent`, `removed`,
     /// `refused`, `renew`, `retry`, `failed`, `no_credentials`), or a job's.
-    func deliveryAttempt(platform: String, outcome: String, status: String) {
+    package func deliveryAttempt(platform: String, outcome: String, status: String) {
         delivery.withLock { $0.attempts[platform + "|" + outcome + "|" + status, default: 0] += 1 }
     }
 
     /// One histogram's series: cumulative buckets, `+Inf`, `_sum` and `_count`, with `labels`
     /// (`name="value",…`, or empty) on each.
-    static func histogram(_ out: inout String, _ name: String, labels: String, _ stats: RouteStats) {
+    package static func histogram(_ out: inout String, _ name: String, labels: String, _ stats: RouteStats) {
         let prefix = labels.isEmpty ? "" : labels + ","
         var cumulative = 0
         for (index, bound) in bucketBounds.enumerated() {
@@ -112,28 +112,28 @@ public final class Metrics: Sendable {
 
     /// `,platform="apns"` for a direct push's series; nothing for the webhook and gorush modes,
     /// whose series keep SPEC §13.3's labels.
-    static func platformLabel(_ platform: Substring) -> String {
+    package static func platformLabel(_ platform: Substring) -> String {
         platform.isEmpty ? "" : ",platform=\"\(platform)\""
     }
 
-    static func bucket(_ seconds: Double) -> Int {
+    package static func bucket(_ seconds: Double) -> Int {
         for (index, bound) in bucketBounds.enumerated() where seconds <= bound { return index }
         return bucketBounds.count
     }
 
     /// The value of a counter.
-    public func value(_ counter: Counter) -> Int {
+    package func value(_ counter: Counter) -> Int {
         counters.withLock { $0[counter.rawValue] }
     }
 
     /// Queue gauges read at scrape time; nil when the database did not answer.
-    struct QueueState {
-        var ready = 0, leased = 0, retrying = 0, dead = 0
-        var oldestReadyAgeMs = 0
-        var fanoutTasks = 0
+    package struct QueueState {
+        package var ready = 0, leased = 0, retrying = 0, dead = 0
+        package var oldestReadyAgeMs = 0
+        package var fanoutTasks = 0
     }
 
-    static func readQueue(_ database: PostgresPool) -> QueueState? {
+    package static func readQueue(_ database: PostgresPool) -> QueueState? {
         try? database.withConnection { connection in
             let rows = try connection.query("""
                 SELECT q.*, (SELECT count(*) FROM fanout_tasks WHERE NOT done) AS fanout_tasks
@@ -146,20 +146,20 @@ public final class Metrics: Sendable {
     }
 
     /// What `render` reads besides the counters: the pools, the long-poll waiters.
-    public struct Gauges: Sendable {
+    package struct Gauges: Sendable {
         /// The requests' pool (also read for the queue gauges) and built-in delivery's.
-        public var pools: [(name: String, pool: PostgresPool)]
-        public var claimsWaiting = 0
-        public var feedsWaiting = 0
-        public var longPollsMax = 0
+        package var pools: [(name: String, pool: PostgresPool)]
+        package var claimsWaiting = 0
+        package var feedsWaiting = 0
+        package var longPollsMax = 0
 
-        public init(pools: [(name: String, pool: PostgresPool)]) {
+        package init(pools: [(name: String, pool: PostgresPool)]) {
             self.pools = pools
         }
     }
 
     /// The exposition text.
-    public func render(_ gauges: Gauges) -> String {
+    package func render(_ gauges: Gauges) -> String {
         var out = ""
         out.reserveCapacity(8192)
         header(&out, "herald_build_info", "gauge", "1, labelled with the running binary's version.")
@@ -264,7 +264,7 @@ public final class Metrics: Sendable {
     }
 
     /// Label values escape backslash, double quote and line feed.
-    static func escape(_ value: String) -> String {
+    package static func escape(_ value: String) -> String {
         var out = ""
         for character in value {
             switch character {
@@ -278,13 +278,13 @@ public final class Metrics: Sendable {
     }
 
     /// A sample value: integers without a fraction, others as Swift prints doubles.
-    static func format(_ value: Double) -> String {
+    package static func format(_ value: Double) -> String {
         if value == value.rounded(), abs(value) < 1e15 { return String(Int(value)) }
         return String(value)
     }
 
     /// Resident set size from /proc/self/statm (pages × page size), 0 where unavailable.
-    static func residentBytes() -> Int {
+    package static func residentBytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
@@ -293,7 +293,7 @@ public final class Metrics: Sendable {
 }
 
 extension Metrics.RouteStats {
-    mutating func record(status: Int, bucket: Int, seconds: Double) {
+    package mutating func record(status: Int, bucket: Int, seconds: Double) {
         statuses[status, default: 0] += 1
         buckets[bucket] += 1
         sum += seconds

@@ -9,10 +9,10 @@ import JSON
 /// `withUserMirror` of itself. `make test` lints the file (openapi-spec-validator), checks that it
 /// names exactly the routes the router serves (OpenAPITests), and runs schemathesis against the
 /// live server with it.
-public struct OpenAPIDocument: Sendable {
-    public let bytes: [UInt8]
+package struct OpenAPIDocument: Sendable {
+    package let bytes: [UInt8]
 
-    public static func load(configured: String?) throws -> OpenAPIDocument {
+    package static func load(configured: String?) throws -> OpenAPIDocument {
         let path = configured ?? Resources.locate("openapi/openapi.json") { FileManager.default.isReadableFile(atPath: $0) }
         guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else {
             throw ConfigurationError(variable: "HERALD_OPENAPI_FILE", message: "cannot read the OpenAPI document at \(path)")
@@ -26,7 +26,7 @@ public struct OpenAPIDocument: Sendable {
     /// The document with a `/v1/me/…` operation for each `/v1/users/{uid}/…` one: no `uid` or
     /// `X-App-Id` parameter, the `userToken` scheme, and the user-token 401. The rule the file's
     /// `/v1/me/…` entries follow (checked by `OpenAPIFileTests`).
-    static func withUserMirror(_ document: JSONValue) -> JSONValue {
+    package static func withUserMirror(_ document: JSONValue) -> JSONValue {
         guard case .object(var root) = document, case .object(var paths)? = root["paths"] else { return document }
         let dropped: Set<JSONValue> = [.string("#/components/parameters/Uid"), .string("#/components/parameters/XAppId")]
         for (path, item) in paths where path.hasPrefix(UserRoutes.userPrefix) {

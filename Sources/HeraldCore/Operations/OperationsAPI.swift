@@ -3,8 +3,8 @@ import Postgres
 import JSON
 
 /// `/healthz`, `/readyz`, `/metrics`, `/openapi.json` and `/v1/whoami`.
-enum OperationsAPI {
-    static func register(in router: inout Router<Route>) {
+package enum OperationsAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/healthz", Route(access: .public) { _ in
             Response.jsonText(#"{"status":"ok"}"#)
         })
@@ -20,7 +20,7 @@ enum OperationsAPI {
     }
 
     /// 200 when the database answers and its schema is the one this binary expects; else 503.
-    static func readiness(_ context: RequestContext) throws -> Response {
+    package static func readiness(_ context: RequestContext) throws -> Response {
         let services = context.services
         let applied: Int
         do {
@@ -41,21 +41,21 @@ enum OperationsAPI {
         return .json(Readiness(status: "ready", schemaVersion: applied))
     }
 
-    struct Readiness: JSONWritable {
-        let status: String
-        let schemaVersion: Int
+    package struct Readiness: JSONWritable {
+        package let status: String
+        package let schemaVersion: Int
 
-        func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { $0.field("schemaVersion", schemaVersion); $0.field("status", status) }
         }
     }
 
-    struct WhoAmI: JSONWritable {
-        let app: String
-        let role: String
-        let keyId: String?
+    package struct WhoAmI: JSONWritable {
+        package let app: String
+        package let role: String
+        package let keyId: String?
 
-        func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { who in
                 who.field("app", app)
                 if let keyId { who.field("keyId", keyId) }
@@ -65,7 +65,7 @@ enum OperationsAPI {
     }
 
     /// Which app and role the caller's key acts as: for checking a key without side effects.
-    static func whoami(_ context: RequestContext) throws -> Response {
+    package static func whoami(_ context: RequestContext) throws -> Response {
         var keyID: String?
         if case .key(let id, _) = context.principal.kind { keyID = id }
         return .json(WhoAmI(app: context.app, role: context.principal.roleName ?? "", keyId: keyID))

@@ -4,36 +4,36 @@ import Postgres
 /// later `at` replaces it, and on equal times an unpin or unsave wins, so the final state is the
 /// same in any order of delivery. The row itself serialises concurrent batches (its upsert locks
 /// it), so no advisory lock is taken. Called by `FactWriter` in the ingest transaction.
-enum PinStore {
-    struct Pins {
-        var messages: [(event: IncomingEvent, pin: DomainEvent.MessagePin)] = []
-        var saves: [(event: IncomingEvent, save: DomainEvent.MessageSave)] = []
-        var conversations: [(event: IncomingEvent, pin: DomainEvent.ConversationPin)] = []
+package enum PinStore {
+    package struct Pins {
+        package var messages: [(event: IncomingEvent, pin: DomainEvent.MessagePin)] = []
+        package var saves: [(event: IncomingEvent, save: DomainEvent.MessageSave)] = []
+        package var conversations: [(event: IncomingEvent, pin: DomainEvent.ConversationPin)] = []
 
-        var isEmpty: Bool { messages.isEmpty && saves.isEmpty && conversations.isEmpty }
+        package var isEmpty: Bool { messages.isEmpty && saves.isEmpty && conversations.isEmpty }
     }
 
     /// A change of state an event made (not one that changed nothing: a second unpin, an older
     /// pin), for its sync jobs (SPEC §12.3).
-    struct Change {
-        enum Subject {
+    package struct Change {
+        package enum Subject {
             /// A message's pin in its conversation (the event's; nil: a system pin in a one-on-one
             /// conversation, whose users the stored message names).
             case messagePin(messageID: String, conversation: Conversation?)
             case save(messageID: String, uid: String)
             case conversationPin(owner: String, conversation: Conversation)
         }
-        let event: IncomingEvent
-        let subject: Subject
+        package let event: IncomingEvent
+        package let subject: Subject
         /// Pinned or saved now.
-        let set: Bool
+        package let set: Bool
         /// The pin's or save's time; who pinned.
-        let at: Int64
-        let by: String?
-        let deviceID: String?
+        package let at: Int64
+        package let by: String?
+        package let deviceID: String?
 
         /// `data.change` and the job's reason.
-        var change: String {
+        package var change: String {
             switch subject {
             case .messagePin: set ? "messagePinned" : "messageUnpinned"
             case .save: set ? "messageSaved" : "messageUnsaved"
@@ -44,7 +44,7 @@ enum PinStore {
 
     /// Of several events for one key in a batch, the one that decides: the latest; on a tie an
     /// unpin, then the greater `tie` in byte order (the actor, the device).
-    static func deciding<T>(_ events: [T], key: (T) -> [UInt8], at: (T) -> Int64, sets: (T) -> Bool, tie: (T) -> String?) -> [T] {
+    package static func deciding<T>(_ events: [T], key: (T) -> [UInt8], at: (T) -> Int64, sets: (T) -> Bool, tie: (T) -> String?) -> [T] {
         var order: [[UInt8]] = []
         var chosen: [[UInt8]: T] = [:]
         for event in events {
@@ -67,7 +67,7 @@ enum PinStore {
 
     /// The upsert's rule, for a row `r` and the incoming `EXCLUDED` (as `deciding`): newer; as new
     /// and clearing; or as new, the same, and a greater `tie`.
-    static func wins(_ flag: SQL, tie: SQL) -> SQL {
+    package static func wins(_ flag: SQL, tie: SQL) -> SQL {
         """
         EXCLUDED.at > r.at OR (EXCLUDED.at = r.at AND r.\(flag) AND NOT EXCLUDED.\(flag))
         OR (EXCLUDED.at = r.at AND r.\(flag) = EXCLUDED.\(flag)
@@ -78,7 +78,7 @@ enum PinStore {
     /// Applies the batch's pins and saves; returns the changes of state they made. An upsert that
     /// replaces a row records what it was (`was_pinned`, `was_saved`), in the same statement, so
     /// a change is told from a newer tombstone without a read that a concurrent batch could outdate.
-    static func apply(app: String, _ pins: Pins, on connection: PostgresConnection) throws -> [Change] {
+    package static func apply(app: String, _ pins: Pins, on connection: PostgresConnection) throws -> [Change] {
         var changes: [Change] = []
         let messagePins = deciding(pins.messages, key: { Array($0.pin.messageID.utf8) }, at: \.pin.at, sets: \.pin.pinned,
                                    tie: \.pin.by)

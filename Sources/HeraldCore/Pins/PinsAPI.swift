@@ -5,8 +5,8 @@ import JSON
 /// SPEC §12.2 (server role): a conversation's pinned messages, a user's saved messages and pinned
 /// conversations, and the per-viewer state of a message list. Deleted messages (and messages of
 /// deleted threads and groups) are unpinned and unsaved for everyone: they are left out.
-enum PinsAPI {
-    static func register(in router: inout Router<Route>) {
+package enum PinsAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/conversations/{conversationId}/pins", Route(access: .server, handler: conversationPins))
         router.add(.get, "/v1/users/{uid}/saved", Route(access: .server, handler: saved))
         router.add(.get, "/v1/users/{uid}/pinned-conversations", Route(access: .server, handler: pinnedConversations))
@@ -14,7 +14,7 @@ enum PinsAPI {
     }
 
     /// A live message `m`: seen, not deleted, nor its thread (nor, through it, its group).
-    static let live: SQL = """
+    package static let live: SQL = """
         m.created_seen AND m.deleted_at IS NULL
         AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = m.app AND t.parent_id = coalesce(m.parent_id, m.id)
                            AND t.deleted_at IS NOT NULL)
@@ -22,7 +22,7 @@ enum PinsAPI {
 
     /// Whether user `uid` (a parameter) can still see conversation `c`'s messages: a member of its
     /// group now, or one of its two users.
-    static func access(_ c: SQL, uid: SQL) -> SQL {
+    package static func access(_ c: SQL, uid: SQL) -> SQL {
         """
         CASE WHEN \(c).group_id IS NULL THEN \(uid) IN (\(c).user_a, \(c).user_b)
              ELSE EXISTS (SELECT 1 FROM group_members g WHERE g.app = \(c).app AND g.group_id = \(c).group_id AND g.uid = \(uid)
@@ -31,7 +31,7 @@ enum PinsAPI {
     }
 
     /// A cursor's `<time>/<id>` position (ids hold no '/'), or nil.
-    static func position(_ list: ListParameters, kind: String) throws(HTTPError) -> (at: Int64, id: String)? {
+    package static func position(_ list: ListParameters, kind: String) throws(HTTPError) -> (at: Int64, id: String)? {
         guard let text = try list.position(kind: kind) else { return nil }
         guard let slash = text.firstIndex(of: "/"), let at = Int64(text[..<slash]) else {
             throw HTTPError.badRequest("cursor is not valid for this list", field: "cursor")
@@ -39,7 +39,7 @@ enum PinsAPI {
         return (at, String(text[text.index(after: slash)...]))
     }
 
-    static func conversationPins(_ context: RequestContext) throws -> Response {
+    package static func conversationPins(_ context: RequestContext) throws -> Response {
         let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try position(list, kind: "pins")
@@ -63,7 +63,7 @@ enum PinsAPI {
         return try list.page(rows, kind: "pins")
     }
 
-    static func saved(_ context: RequestContext) throws -> Response {
+    package static func saved(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try position(list, kind: "saved")
@@ -86,7 +86,7 @@ enum PinsAPI {
     }
 
     /// System pins of the user's groups first, then the user's own, each newest first.
-    static func pinnedConversations(_ context: RequestContext) throws -> Response {
+    package static func pinnedConversations(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         var after: (segment: Int, at: Int64, id: String)?
@@ -118,7 +118,7 @@ enum PinsAPI {
 
     /// Per viewer, for a message list: pin, save and thread subscription of each id the user can
     /// see; unknown, deleted and inaccessible ids are left out.
-    static func lookup(_ context: RequestContext) throws -> Response {
+    package static func lookup(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let ids = try SubscriptionsAPI.messageIDs(context)
         let rows = try context.services.database.withConnection { connection in

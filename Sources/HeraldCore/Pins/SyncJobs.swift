@@ -7,10 +7,10 @@ import Postgres
 /// every participant of a system pin. The acting device is left out (`excludeDevice`). Sync jobs
 /// skip preferences and quiet rules, follow the app switch `syncJobs`, and go through the
 /// fan-out tasks in groups above `largeGroupThreshold`.
-enum SyncJobs {
+package enum SyncJobs {
     /// Makes the sync jobs of `changes` and notes them in the readers' change feeds (SPEC §14),
     /// in the ingest transaction; returns how many jobs were made.
-    static func make(app: String, _ changes: [PinStore.Change], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+    package static func make(app: String, _ changes: [PinStore.Change], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !changes.isEmpty else { return 0 }
         let settings = try appSettings.get()
         // A pin or save of a message Herald knows to be deleted (or in a deleted thread or group)
@@ -58,7 +58,7 @@ enum SyncJobs {
     }
 
     /// The messages (deleted, or in a deleted thread) and groups (deleted) of `changes` that are gone.
-    static func deleted(app: String, _ changes: [PinStore.Change], on connection: PostgresConnection) throws
+    package static func deleted(app: String, _ changes: [PinStore.Change], on connection: PostgresConnection) throws
         -> (messages: Set<String>, groups: Set<String>) {
         let messageIDs = changes.compactMap(\.messageID), groupIDs = changes.compactMap(\.groupID)
         guard !messageIDs.isEmpty || !groupIDs.isEmpty else { return ([], []) }
@@ -79,7 +79,7 @@ enum SyncJobs {
 
     /// The jobs of changes in groups, for the group's current members — all of them, or for one
     /// change the next `limit` members after the uid `after` (a fan-out chunk).
-    static func produce(app: String, _ items: [(change: PinStore.Change, group: String)], after: String?, limit: Int?,
+    package static func produce(app: String, _ items: [(change: PinStore.Change, group: String)], after: String?, limit: Int?,
                         settings: AppSettings, on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !items.isEmpty else { return (nil, 0) }
         var rows: [Row] = []
@@ -99,14 +99,14 @@ enum SyncJobs {
 
     /// The change a large group's task fans out, read back from the state its event left; nil when
     /// a later event decides the state now (it has a task of its own), or the message or group is gone.
-    static func stored(app: String, event: IncomingEvent, messageID: String?, group: String,
+    package static func stored(app: String, event: IncomingEvent, messageID: String?, group: String,
                        on connection: PostgresConnection) throws -> PinStore.Change? {
         guard let change = try storedState(app: app, event: event, messageID: messageID, group: group, on: connection) else { return nil }
         let gone = try deleted(app: app, [change], on: connection)
         return gone.messages.isEmpty && gone.groups.isEmpty ? change : nil
     }
 
-    static func storedState(app: String, event: IncomingEvent, messageID: String?, group: String,
+    package static func storedState(app: String, event: IncomingEvent, messageID: String?, group: String,
                        on connection: PostgresConnection) throws -> PinStore.Change? {
         if let messageID {
             guard let row = try connection.query("""
@@ -124,15 +124,15 @@ enum SyncJobs {
                                deviceID: try row.decode("device_id"))
     }
 
-    struct Row {
-        let change: PinStore.Change
-        let recipient: String
+    package struct Row {
+        package let change: PinStore.Change
+        package let recipient: String
     }
 
     /// Notes every row's change in its recipient's feed, and makes the jobs: silent (no badge),
     /// only with the app switch `syncJobs` on, and not for a replayed backlog (SPEC §11.5: it wakes
     /// no device; the feed still has the change).
-    static func insert(app: String, _ rows: [Row], settings: AppSettings, on connection: PostgresConnection) throws -> Int {
+    package static func insert(app: String, _ rows: [Row], settings: AppSettings, on connection: PostgresConnection) throws -> Int {
         try ChangeFeed.note(app: app, rows.map { row in
             switch row.change.subject {
             case .messagePin(let id, _): ChangeFeed.Note(uid: row.recipient, kind: "messagePin", subject: id)
@@ -154,7 +154,7 @@ enum SyncJobs {
 
 extension PinStore.Change {
     /// The message a pin or save is of (nil: a conversation pin).
-    var messageID: String? {
+    package var messageID: String? {
         switch subject {
         case .messagePin(let id, _), .save(let id, _): id
         case .conversationPin: nil
@@ -162,7 +162,7 @@ extension PinStore.Change {
     }
 
     /// The group of the conversation (nil: one-on-one, a save, or not known yet).
-    var groupID: String? {
+    package var groupID: String? {
         switch subject {
         case .messagePin(_, let conversation): conversation?.groupID
         case .save: nil
@@ -172,7 +172,7 @@ extension PinStore.Change {
 
     /// The conversation, as `data.conversationId` names it (nil: a save, or a pin whose
     /// conversation only the stored message knows).
-    var conversationID: String? {
+    package var conversationID: String? {
         switch subject {
         case .messagePin(_, let conversation): conversation?.id
         case .save: nil

@@ -6,23 +6,23 @@ import JSON
 /// their `messages`, `replies` and `quotedReplies` preferences there in routing
 /// (`Routing.decide`). Server role, mirrored under `/v1/me/…` (`UserRoutes`); every change is a
 /// `conversationLevel` feed item (the table's trigger, sql/0027).
-enum ConversationLevelsAPI {
-    static func register(in router: inout Router<Route>) {
+package enum ConversationLevelsAPI {
+    package static func register(in router: inout Router<Route>) {
         let path = "/v1/users/{uid}/conversations/{conversationId}/level"
         router.add(.put, path, Route(access: .server, accepts: Route.json, handler: put))
         router.add(.delete, path, Route(access: .server, handler: delete))
         router.add(.get, "/v1/users/{uid}/conversation-levels", Route(access: .server, handler: list))
     }
 
-    static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no level is set for this conversation",
+    package static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no level is set for this conversation",
                                     params: ["field": "conversationId"])
 
     /// The item of the answer, the list and the console: `{conversationId, level, updatedAt}`.
-    static let itemJSON: SQL = "jsonb_build_object('conversationId', l.conversation_id, 'level', l.level, 'updatedAt', l.updated_at)::text"
+    package static let itemJSON: SQL = "jsonb_build_object('conversationId', l.conversation_id, 'level', l.level, 'updatedAt', l.updated_at)::text"
 
     /// The user and the conversation of the path; 403 unless the user is in the conversation now
     /// (a current member of its group, or one of its two users).
-    static func target(_ context: RequestContext, on connection: PostgresConnection) throws -> (uid: String, conversation: String) {
+    package static func target(_ context: RequestContext, on connection: PostgresConnection) throws -> (uid: String, conversation: String) {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
         guard conversation.hasPrefix("group_") || conversation.contains("_user_") else {
@@ -36,7 +36,7 @@ enum ConversationLevelsAPI {
 
     /// Whether `uid` is in conversation `id` (SPEC §1's form: `group_<guid>`, or `<a>_user_<b>`
     /// with the two uids sorted) now.
-    static func isMember(app: String, uid: String, conversation id: String, on connection: PostgresConnection) throws -> Bool {
+    package static func isMember(app: String, uid: String, conversation id: String, on connection: PostgresConnection) throws -> Bool {
         if id.hasPrefix("group_") {
             // the one "can see this conversation now" rule of pins (a current member of the group)
             let rows = try connection.query("""
@@ -51,7 +51,7 @@ enum ConversationLevelsAPI {
         return false
     }
 
-    static func put(_ context: RequestContext) throws -> Response {
+    package static func put(_ context: RequestContext) throws -> Response {
         let object = try context.request.jsonObject(fields: ["level"])
         guard let text = object["level"]?.stringValue, let level = Routing.ConversationLevel(rawValue: text) else {
             throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "level must be \"all\", \"mentions\" or \"nothing\"",
@@ -77,7 +77,7 @@ enum ConversationLevelsAPI {
         return .json(RawJSON(try rows[0].decode(0, as: String.self)))
     }
 
-    static func delete(_ context: RequestContext) throws -> Response {
+    package static func delete(_ context: RequestContext) throws -> Response {
         let deleted = try context.services.database.withConnection { connection in
             let (uid, conversation) = try target(context, on: connection)
             return try connection.query("DELETE FROM conversation_levels WHERE app = \(context.app) AND uid = \(uid) AND conversation_id = \(conversation) RETURNING 1").count
@@ -87,7 +87,7 @@ enum ConversationLevelsAPI {
     }
 
     /// Newest change first (`updatedAt`, then the conversation id, both descending).
-    static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try PinsAPI.position(list, kind: "conversation-levels")

@@ -1,7 +1,7 @@
 import JSON
 
 /// A member action a preference can subscribe to (SPEC §7.1, §11.3): the leaf of its path.
-public enum MemberAction: String, Sendable, CaseIterable {
+package enum MemberAction: String, Sendable, CaseIterable {
     case joined = "memberJoined", added = "memberAdded", left = "memberLeft", kicked = "memberKicked"
     case banned = "memberBanned", unbanned = "memberUnbanned", scopeChanged = "memberScopeChanged"
 }
@@ -13,31 +13,31 @@ public enum MemberAction: String, Sendable, CaseIterable {
 /// The stored forms stay keyed by path (`UserPreferences`, `AppSettings.entries`): they are the
 /// API's partial documents (a PATCH merges fields; a user's value stays stored while the app
 /// makes the field non-overridable), validated by `PreferenceField`'s table.
-public struct EffectivePreferences: Sendable, Equatable {
+package struct EffectivePreferences: Sendable, Equatable {
     /// The choices of one conversation type.
-    public struct Conversation: Sendable, Equatable {
-        public var messages: MessagesPreference
-        public var replies: RepliesPreference
-        public var quotedReplies: QuotedRepliesPreference
-        public var reactions: ReactionsPreference
+    package struct Conversation: Sendable, Equatable {
+        package var messages: MessagesPreference
+        package var replies: RepliesPreference
+        package var quotedReplies: QuotedRepliesPreference
+        package var reactions: ReactionsPreference
     }
 
-    public var group: Conversation
-    public var oneOnOne: Conversation
+    package var group: Conversation
+    package var oneOnOne: Conversation
     /// Group member actions (`groupPreferences.member*`).
-    public var memberActions: [MemberAction: MemberActionPreference]
-    public var dnd: DoNotDisturbPreference
-    public var schedule: Schedule
-    public var usePrivacyTemplate: Bool
+    package var memberActions: [MemberAction: MemberActionPreference]
+    package var dnd: DoNotDisturbPreference
+    package var schedule: Schedule
+    package var usePrivacyTemplate: Bool
     /// An IANA zone name.
-    public var timezone: String
+    package var timezone: String
     /// The thread digest window in seconds (SPEC §17), 0 when off.
-    public var replyDigestSeconds: Int
+    package var replyDigestSeconds: Int
 
     /// The values of `user` under `app`: the user's where the field is overridable and the user
     /// set it, else the app's. Stored values were validated against the same enums; one that no
     /// longer parses reads as the built-in default.
-    public init(user: UserPreferences, app: AppSettings) {
+    package init(user: UserPreferences, app: AppSettings) {
         func value(_ path: String) -> JSONValue { user.effective(path, app: app) }
         func choice<T: PreferenceChoice>(_ path: String, _ fallback: T) -> T {
             if case .string(let name) = value(path), let parsed = T(rawValue: name) { return parsed }
@@ -66,12 +66,12 @@ public struct EffectivePreferences: Sendable, Equatable {
     }
 
     /// The app's defaults, for a user who stored nothing.
-    public init(app: AppSettings) {
+    package init(app: AppSettings) {
         self.init(user: UserPreferences(), app: app)
     }
 
     /// The choices for a conversation type.
-    public func conversation(_ type: Routing.ConversationType) -> Conversation {
+    package func conversation(_ type: Routing.ConversationType) -> Conversation {
         type == .group ? group : oneOnOne
     }
 }

@@ -3,62 +3,62 @@ import JSON
 
 /// An app's notification settings (SPEC §7.2): a default and an override flag per user-level
 /// field, plus the app switches. Stored as the fields that differ from the built-in defaults.
-public struct AppSettings: Sendable, Equatable {
-    public struct Entry: Sendable, Equatable {
-        public var value: JSONValue
-        public var userCanOverride: Bool
+package struct AppSettings: Sendable, Equatable {
+    package struct Entry: Sendable, Equatable {
+        package var value: JSONValue
+        package var userCanOverride: Bool
     }
 
-    public enum PrivacyTemplateMode: String, Sendable, CaseIterable {
+    package enum PrivacyTemplateMode: String, Sendable, CaseIterable {
         case `default` = "DEFAULT", privacy = "PRIVACY", userChoice = "USER_CHOICE"
     }
 
     /// CometChat's message-edited and message-deleted settings (SPEC §11.4): whether an edit
     /// updates, and a deletion retracts, what was pushed.
-    public enum Notice: String, Sendable, CaseIterable {
+    package enum Notice: String, Sendable, CaseIterable {
         case notify = "NOTIFY", dontNotify = "DONT_NOTIFY"
     }
 
-    public var entries: [String: Entry]
-    public var bypassPreferencesForMentions = false
-    public var bypassPreferencesForAll = false
-    public var privacyTemplateMode = PrivacyTemplateMode.userChoice
-    public var largeGroupThreshold = 1000
+    package var entries: [String: Entry]
+    package var bypassPreferencesForMentions = false
+    package var bypassPreferencesForAll = false
+    package var privacyTemplateMode = PrivacyTemplateMode.userChoice
+    package var largeGroupThreshold = 1000
     /// Events older than this when Herald applies them change state but make no job (SPEC §11.5);
     /// 0 turns the rule off.
-    public var maxEventAgeSeconds = 86_400
+    package var maxEventAgeSeconds = 86_400
     /// Update jobs for edited messages already pushed (SPEC §11.4).
-    public var messageEdited = Notice.notify
+    package var messageEdited = Notice.notify
     /// Retract jobs for deleted messages already pushed (SPEC §11.4).
-    public var messageDeleted = Notice.notify
+    package var messageDeleted = Notice.notify
     /// Silent sync jobs for pins and saves (SPEC §12.3).
-    public var syncJobs = true
+    package var syncJobs = true
     /// How long removed pins and saves (their tombstones) are kept (SPEC §14's retention).
-    public var changeRetentionSeconds = 604_800
+    package var changeRetentionSeconds = 604_800
     /// Web origins allowed to call `/v1/me/…` with a user token (SPEC §15).
-    public var corsOrigins: [String] = []
+    package var corsOrigins: [String] = []
     /// Each user's request budget on `/v1/me/…`, per instance (SPEC §15).
-    public var userRateLimit = UserRateLimit.default
+    package var userRateLimit = UserRateLimit.default
     /// Who sends the app's jobs: push senders that claim them, or Herald itself (SPEC §13.3).
-    public var delivery = DeliverySettings()
+    package var delivery = DeliverySettings()
 
     /// The built-in defaults: the values of SPEC §7.1, every field overridable.
-    public static let defaults = AppSettings(entries: Dictionary(uniqueKeysWithValues: PreferenceField.all.map {
+    package static let defaults = AppSettings(entries: Dictionary(uniqueKeysWithValues: PreferenceField.all.map {
         ($0.path, Entry(value: $0.defaultValue, userCanOverride: true))
     }))
 
-    public func entry(_ path: String) -> Entry {
+    package func entry(_ path: String) -> Entry {
         entries[path] ?? Entry(value: PreferenceField.byPath[path]!.defaultValue, userCanOverride: true)
     }
 
     /// Whether an event of time `eventTime` (its `sentAt`, `editedAt` or `at`) applied at `now`
     /// is stale: it changes state but notifies nobody (SPEC §11.5).
-    public func isStale(eventTime: Int64, now: Int64) -> Bool {
+    package func isStale(eventTime: Int64, now: Int64) -> Bool {
         maxEventAgeSeconds > 0 && eventTime < now - Int64(maxEventAgeSeconds) * 1000
     }
 
     /// The settings as the API shows them: nested by group, each field `{value, userCanOverride}`.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var root: [String: JSONValue] = [:]
         for field in PreferenceField.all {
             let entry = entry(field.path)
@@ -80,18 +80,18 @@ public struct AppSettings: Sendable, Equatable {
     }
 
     /// Reads stored settings (written by `json`); unknown or damaged parts fall back to defaults.
-    public init(stored: JSONValue) {
+    package init(stored: JSONValue) {
         self = .defaults
         try? apply(patch: stored, stored: true)
     }
 
-    init(entries: [String: Entry]) {
+    package init(entries: [String: Entry]) {
         self.entries = entries
     }
 
     /// Merges a PATCH body; any invalid part throws `400 ERR_INVALID_PREFERENCE` and changes nothing.
     /// `stored`: the patch is the stored document, which also holds what only Herald writes.
-    public mutating func apply(patch: JSONValue, stored: Bool = false) throws(HTTPError) {
+    package mutating func apply(patch: JSONValue, stored: Bool = false) throws(HTTPError) {
         guard case .object(let root) = patch else {
             throw PreferenceField.invalid("the body must be an object", field: "")
         }
@@ -166,14 +166,14 @@ public struct AppSettings: Sendable, Equatable {
 }
 
 /// A user's own choices (SPEC §7.3): only the fields the user set.
-public struct UserPreferences: Sendable, Equatable {
-    public var values: [String: JSONValue]
+package struct UserPreferences: Sendable, Equatable {
+    package var values: [String: JSONValue]
 
-    public init(values: [String: JSONValue] = [:]) {
+    package init(values: [String: JSONValue] = [:]) {
         self.values = values
     }
 
-    public init(stored: JSONValue) {
+    package init(stored: JSONValue) {
         var values: [String: JSONValue] = [:]
         if case .object(let object) = stored {
             for (path, value) in object where PreferenceField.byPath[path] != nil { values[path] = value }
@@ -181,17 +181,17 @@ public struct UserPreferences: Sendable, Equatable {
         self.values = values
     }
 
-    public var stored: JSONValue { .object(values) }
+    package var stored: JSONValue { .object(values) }
 
     /// The value in force for `path`: the user's where the app lets users override it, else the app's.
-    public func effective(_ path: String, app: AppSettings) -> JSONValue {
+    package func effective(_ path: String, app: AppSettings) -> JSONValue {
         let entry = app.entry(path)
         if entry.userCanOverride, let value = values[path] { return value }
         return entry.value
     }
 
     /// The effective view in the shape of SPEC §7.1.
-    public func effectiveJSON(app: AppSettings) -> JSONValue {
+    package func effectiveJSON(app: AppSettings) -> JSONValue {
         var root: [String: JSONValue] = [:]
         for field in PreferenceField.all { root.setPath(field.path, effective(field.path, app: app)) }
         return .object(root)
@@ -199,7 +199,7 @@ public struct UserPreferences: Sendable, Equatable {
 
     /// Where each effective value comes from, by field path: `user` (the user's own, in force) or
     /// `app` (the app's default) — what the console marks (`?include=sources`).
-    public func sourcesJSON(app: AppSettings) -> JSONValue {
+    package func sourcesJSON(app: AppSettings) -> JSONValue {
         .object(Dictionary(uniqueKeysWithValues: PreferenceField.all.map { field in
             (field.path, JSONValue.string(app.entry(field.path).userCanOverride && values[field.path] != nil ? "user" : "app"))
         }))
@@ -207,7 +207,7 @@ public struct UserPreferences: Sendable, Equatable {
 
     /// Merges a PATCH body: fields the app does not let users override are ignored (not stored);
     /// any invalid value throws `400 ERR_INVALID_PREFERENCE` and changes nothing.
-    public mutating func apply(patch: JSONValue, app: AppSettings) throws(HTTPError) {
+    package mutating func apply(patch: JSONValue, app: AppSettings) throws(HTTPError) {
         guard case .object(let root) = patch else { throw PreferenceField.invalid("the body must be an object", field: "") }
         var next = self
         for (key, value) in root {
@@ -221,10 +221,10 @@ public struct UserPreferences: Sendable, Equatable {
 }
 
 /// Walks a nested preference body (`{"groupPreferences": {"replies": …}}`) down to its fields.
-enum PreferenceTree {
-    static let groups: Set<String> = ["groupPreferences", "oneOnOnePreferences", "mutePreferences"]
+package enum PreferenceTree {
+    package static let groups: Set<String> = ["groupPreferences", "oneOnOnePreferences", "mutePreferences"]
 
-    static func walk(key: String, value: JSONValue,
+    package static func walk(key: String, value: JSONValue,
                      _ visit: (String, PreferenceField, JSONValue) throws(HTTPError) -> Void) throws(HTTPError) {
         if groups.contains(key) {
             guard case .object(let object) = value else { throw PreferenceField.invalid("\(key) must be an object", field: key) }
@@ -243,7 +243,7 @@ enum PreferenceTree {
 
 extension Dictionary where Key == String, Value == JSONValue {
     /// Sets `a.b` to `value`, creating the object `a` when needed.
-    mutating func setPath(_ path: String, _ value: JSONValue) {
+    package mutating func setPath(_ path: String, _ value: JSONValue) {
         let parts = path.split(separator: ".", maxSplits: 1).map(String.init)
         guard parts.count == 2 else {
             self[path] = value

@@ -5,8 +5,8 @@ import JSON
 
 /// One user-level preference field of SPEC §7.1, addressed by its dotted path
 /// (`groupPreferences.replies`, `mutePreferences.schedule`, `timezone`).
-public struct PreferenceField: Sendable {
-    public enum Kind: Sendable {
+package struct PreferenceField: Sendable {
+    package enum Kind: Sendable {
         /// Enum names; CometChat's integer codes 1…n are aliases in this order.
         case choice([String])
         case schedule
@@ -16,12 +16,12 @@ public struct PreferenceField: Sendable {
         case seconds(ClosedRange<Int>)
     }
 
-    public let path: String
-    public let kind: Kind
-    public let defaultValue: JSONValue
+    package let path: String
+    package let kind: Kind
+    package let defaultValue: JSONValue
 
     /// Every field, in the order of SPEC §7.1.
-    public static let all: [PreferenceField] = {
+    package static let all: [PreferenceField] = {
         func choice<T: PreferenceChoice>(_ path: String, _ default: T) -> PreferenceField {
             .init(path: path, kind: .choice(T.names), defaultValue: .string(`default`.rawValue))
         }
@@ -47,13 +47,13 @@ public struct PreferenceField: Sendable {
     }()
 
     /// SPEC §17: a digest window is 5 s to one hour (0: off).
-    public static let replyDigestRange = 5...3600
+    package static let replyDigestRange = 5...3600
 
-    public static let byPath: [String: PreferenceField] = Dictionary(uniqueKeysWithValues: all.map { ($0.path, $0) })
+    package static let byPath: [String: PreferenceField] = Dictionary(uniqueKeysWithValues: all.map { ($0.path, $0) })
 
     /// The canonical value for an input, or `400 ERR_INVALID_PREFERENCE` naming `field`.
     /// `current` is the value in force, for a schedule given in part.
-    public func validate(_ input: JSONValue, field: String, current: JSONValue? = nil) throws(HTTPError) -> JSONValue {
+    package func validate(_ input: JSONValue, field: String, current: JSONValue? = nil) throws(HTTPError) -> JSONValue {
         switch kind {
         case .choice(let names):
             if case .string(let name) = input, names.contains(name) { return input }
@@ -75,34 +75,34 @@ public struct PreferenceField: Sendable {
         }
     }
 
-    static func isTimeZone(_ name: String) -> Bool {
+    package static func isTimeZone(_ name: String) -> Bool {
         guard !name.isEmpty, name.utf8.count <= 64, !name.contains(".."),
               name.unicodeScalars.allSatisfy({ $0.properties.isAlphabetic || "/_-+0123456789".unicodeScalars.contains($0) })
         else { return false }
         return TimeZone(identifier: name) != nil
     }
 
-    static func invalid(_ message: String, field: String) -> HTTPError {
+    package static func invalid(_ message: String, field: String) -> HTTPError {
         HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: message, params: ["field": .string(field)])
     }
 }
 
 /// The per-day delivery windows of `mutePreferences.schedule`, in the user's time zone.
-public struct Schedule: Sendable, Equatable {
-    public struct Day: Sendable, Equatable {
+package struct Schedule: Sendable, Equatable {
+    package struct Day: Sendable, Equatable {
         /// HHMM, 0–2359, minutes < 60, `from ≤ to`: notifications are delivered inside [from, to].
-        public var from: Int
-        public var to: Int
+        package var from: Int
+        package var to: Int
         /// No notifications that day.
-        public var dnd: Bool
+        package var dnd: Bool
     }
 
-    public static let dayNames = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
-    public var days: [Day]
+    package static let dayNames = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    package var days: [Day]
 
-    public static let allDay = Schedule(days: Array(repeating: Day(from: 0, to: 2359, dnd: false), count: 7))
+    package static let allDay = Schedule(days: Array(repeating: Day(from: 0, to: 2359, dnd: false), count: 7))
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         var object: [String: JSONValue] = [:]
         for (index, name) in Self.dayNames.enumerated() {
             let day = days[index]
@@ -111,10 +111,10 @@ public struct Schedule: Sendable, Equatable {
         return .object(object)
     }
 
-    public init(days: [Day]) { self.days = days }
+    package init(days: [Day]) { self.days = days }
 
     /// A stored (already valid) schedule.
-    public init?(json: JSONValue) {
+    package init?(json: JSONValue) {
         guard case .object(let object) = json else { return nil }
         var days: [Day] = []
         for name in Self.dayNames {
@@ -126,7 +126,7 @@ public struct Schedule: Sendable, Equatable {
     }
 
     /// Validates a schedule given in full or in part; days not given keep `current`'s.
-    static func validate(_ input: JSONValue, field: String, current: Schedule) throws(HTTPError) -> Schedule {
+    package static func validate(_ input: JSONValue, field: String, current: Schedule) throws(HTTPError) -> Schedule {
         guard case .object(let object) = input else { throw PreferenceField.invalid("\(field) must be an object of days", field: field) }
         var schedule = current
         for (key, value) in object {
@@ -161,26 +161,26 @@ public struct Schedule: Sendable, Equatable {
     }
 
     /// Whether notifications are delivered on `weekday` (0 = Monday) at `hhmm` local time.
-    public func allows(weekday: Int, hhmm: Int) -> Bool {
+    package func allows(weekday: Int, hhmm: Int) -> Bool {
         let day = days[weekday]
         return !day.dnd && hhmm >= day.from && hhmm <= day.to
     }
 }
 
 /// A moment in a time zone, as the schedule needs it.
-public struct LocalTime: Sendable, Equatable {
+package struct LocalTime: Sendable, Equatable {
     /// 0 = Monday … 6 = Sunday.
-    public let weekday: Int
+    package let weekday: Int
     /// Hours × 100 + minutes.
-    public let hhmm: Int
+    package let hhmm: Int
 
-    public init(weekday: Int, hhmm: Int) {
+    package init(weekday: Int, hhmm: Int) {
         self.weekday = weekday
         self.hhmm = hhmm
     }
 
     /// The local weekday and time of `epochMilliseconds` in the IANA zone `identifier` (UTC if unknown).
-    public init(epochMilliseconds: Int64, timeZone identifier: String) {
+    package init(epochMilliseconds: Int64, timeZone identifier: String) {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: identifier) ?? TimeZone(identifier: "UTC")!
         let date = Date(timeIntervalSince1970: Double(epochMilliseconds) / 1000)

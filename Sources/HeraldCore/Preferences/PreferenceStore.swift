@@ -2,11 +2,11 @@ import Postgres
 import JSON
 
 /// App settings, user preferences and mutes in PostgreSQL.
-struct PreferenceStore: Sendable {
+package struct PreferenceStore: Sendable {
     /// The app's settings; `delivery.secretSet`, `delivery.apns.privateKeySet` and
     /// `delivery.fcm.serviceAccountSet` are read from the secrets themselves, in the same
     /// statement (they are not stored with the settings).
-    func settings(app: String, on connection: PostgresConnection) throws -> AppSettings {
+    package func settings(app: String, on connection: PostgresConnection) throws -> AppSettings {
         let rows = try connection.query("""
             SELECT (SELECT settings::text FROM app_settings WHERE app = \(app)),
                    EXISTS (SELECT 1 FROM delivery_secrets WHERE app = \(app) AND (expires_at IS NULL OR expires_at > herald_now_ms())),
@@ -23,7 +23,7 @@ struct PreferenceStore: Sendable {
         return settings
     }
 
-    func saveSettings(_ settings: AppSettings?, app: String, on connection: PostgresConnection) throws {
+    package func saveSettings(_ settings: AppSettings?, app: String, on connection: PostgresConnection) throws {
         guard let settings else {
             try connection.query("DELETE FROM app_settings WHERE app = \(app)")
             return
@@ -36,7 +36,7 @@ struct PreferenceStore: Sendable {
 
     /// The settings as stored: as the API shows them, without what is derived on reading
     /// (`delivery.secretSet`).
-    static func storedDocument(_ settings: AppSettings) -> JSONValue {
+    package static func storedDocument(_ settings: AppSettings) -> JSONValue {
         guard case .object(var root) = settings.json, case .object(var delivery)? = root["delivery"] else { return settings.json }
         delivery["secretSet"] = nil
         for (block, flag) in [("apns", "privateKeySet"), ("fcm", "serviceAccountSet")] {
@@ -49,7 +49,7 @@ struct PreferenceStore: Sendable {
         return .object(root)
     }
 
-    func preferences(app: String, uid: String, on connection: PostgresConnection) throws -> UserPreferences {
+    package func preferences(app: String, uid: String, on connection: PostgresConnection) throws -> UserPreferences {
         let rows = try connection.query("SELECT preferences::text FROM user_preferences WHERE app = \(app) AND uid = \(uid)")
         guard let text = try rows.first?.decode(0, as: String.self), let json = try? JSONParser.parse(Array(text.utf8)) else {
             return UserPreferences()
@@ -57,7 +57,7 @@ struct PreferenceStore: Sendable {
         return UserPreferences(stored: json)
     }
 
-    func savePreferences(_ preferences: UserPreferences, app: String, uid: String, on connection: PostgresConnection) throws {
+    package func savePreferences(_ preferences: UserPreferences, app: String, uid: String, on connection: PostgresConnection) throws {
         if preferences.values.isEmpty {
             try connection.query("DELETE FROM user_preferences WHERE app = \(app) AND uid = \(uid)")
             return
@@ -70,7 +70,7 @@ struct PreferenceStore: Sendable {
 
     /// Mutes that have not expired, as `{"conversations": [{"id", "type", "until"}]}`.
     /// The user's mutes in force (SPEC §7.3), by type and id.
-    func mutes(app: String, uid: String, on connection: PostgresConnection) throws -> Mutes {
+    package func mutes(app: String, uid: String, on connection: PostgresConnection) throws -> Mutes {
         let rows = try connection.query("""
             SELECT conversation_id, conversation_type, until FROM user_mutes
              WHERE app = \(app) AND uid = \(uid) AND until > herald_now_ms()
@@ -83,20 +83,20 @@ struct PreferenceStore: Sendable {
 }
 
 /// `GET /v1/users/{uid}/mutes`, and the answer of its `PUT` and `DELETE`.
-struct Mutes: JSONWritable {
-    struct Mute: JSONWritable {
-        let id: String
-        let type: String
-        let until: Int64
+package struct Mutes: JSONWritable {
+    package struct Mute: JSONWritable {
+        package let id: String
+        package let type: String
+        package let until: Int64
 
-        func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { $0.field("id", id); $0.field("type", type); $0.field("until", until) }
         }
     }
 
-    let conversations: [Mute]
+    package let conversations: [Mute]
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { $0.field("conversations", array: conversations) }
     }
 }

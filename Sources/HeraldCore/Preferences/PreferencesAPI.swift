@@ -3,8 +3,8 @@ import Postgres
 import JSON
 
 /// SPEC §7.2–7.3: app settings, user preferences and mutes (server role).
-enum PreferencesAPI {
-    static func register(in router: inout Router<Route>) {
+package enum PreferencesAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/settings/notifications", Route(access: .server) { context in
             let settings = try context.services.database.withConnection { try PreferenceStore().settings(app: context.app, on: $0) }
             return .json(settings.json)
@@ -107,7 +107,7 @@ enum PreferencesAPI {
     }
 
     /// PUT adds or updates mutes; DELETE removes them. One invalid entry: 400, nothing saved.
-    static func changeMutes(_ context: RequestContext, add: Bool) throws -> Response {
+    package static func changeMutes(_ context: RequestContext, add: Bool) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         guard case .array(let entries)? = try context.request.jsonObject()["conversations"] else {
             throw PreferenceField.invalid("conversations must be an array", field: "conversations")

@@ -4,12 +4,12 @@ import JSON
 
 /// SPEC §8.2: `GET /v1/users/{uid}/messages/{messageId}/routing` — why a user did or did not get
 /// a push for a message (server role).
-enum RoutingAPI {
-    static func register(in router: inout Router<Route>) {
+package enum RoutingAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/messages/{messageId}/routing", Route(access: .server, handler: explain))
     }
 
-    static func explain(_ context: RequestContext) throws -> Response {
+    package static func explain(_ context: RequestContext) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let app = context.app
@@ -107,7 +107,7 @@ enum RoutingAPI {
 extension RoutingAPI {
     /// The job the decision produced, from an explain query's `job` column
     /// (`{"id", "reason"}` as text), if there was one.
-    static func producedJob(_ row: PostgresRow) throws -> (id: String, reason: String)? {
+    package static func producedJob(_ row: PostgresRow) throws -> (id: String, reason: String)? {
         guard let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
               case .string(let id)? = job["id"], case .string(let reason)? = job["reason"] else { return nil }
         return (id, reason)
@@ -118,7 +118,7 @@ extension RoutingAPI {
     /// when no version of the message came from that event. The job the event made for the user
     /// answers when there is one: a newly mentioned user's mention job, or the update of a push
     /// they already had (SPEC §11.4); else the decision says why not.
-    static func explainEdit(app: String, uid: String, messageID: String, event: String,
+    package static func explainEdit(app: String, uid: String, messageID: String, event: String,
                             on connection: PostgresConnection) throws -> RoutingExplanation? {
         let rows = try connection.query("""
             SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.category, m.send_notification, v.at AS edited_at,
@@ -191,7 +191,7 @@ extension RoutingAPI {
     /// The decision for `uid` of the reaction to `messageID` whose reaction.added is `event`
     /// (`<source>/<id>`), as its jobs were decided (`ReactionJobs.produce`); nil when no
     /// reaction to the message has that event.
-    static func explainReaction(app: String, uid: String, messageID: String, event: String,
+    package static func explainReaction(app: String, uid: String, messageID: String, event: String,
                                 on connection: PostgresConnection) throws -> RoutingExplanation? {
         let rows = try connection.query("""
             SELECT r.reactor, r.group_id, r.user_a, r.user_b, r.added_at, r.removed_at, r.added_source, r.added_event_id,
@@ -265,8 +265,8 @@ extension RoutingAPI {
 /// What became of a reply held for the recipient's thread digest (SPEC §17), from the window
 /// that held it (`column`, in an explain query over the message `m`, the user `uid` and the
 /// message's `applied_at`).
-struct DigestExplanation {
-    static func column(app: String, uid: String) -> SQL { """
+package struct DigestExplanation {
+    package static func column(app: String, uid: String) -> SQL { """
         (SELECT jsonb_build_object('closed', w.closed_at IS NOT NULL, 'ends', w.ends_at, 'outcome', w.outcome,
                                    'job', w.digest_job, 'reason', (SELECT j.reason FROM job_rows j WHERE j.id = w.digest_job),
                                    'included', w.closed_at IS NOT NULL AND EXISTS (
@@ -280,13 +280,13 @@ struct DigestExplanation {
         """
     }
 
-    let notified: Bool
-    let reason: String
-    let jobID: String?
-    let step: String
+    package let notified: Bool
+    package let reason: String
+    package let jobID: String?
+    package let step: String
 
     /// Nil when no window held the message for the user.
-    init?(_ row: PostgresRow) throws {
+    package init?(_ row: PostgresRow) throws {
         guard let text = try row.decode("digest", as: String?.self), let window = try? JSONParser.parse(Array(text.utf8)) else { return nil }
         let ends: Int64 = if case .int(let value)? = window["ends"] { Int64(value) } else { 0 }
         guard case .bool(true)? = window["closed"] else {
@@ -309,14 +309,14 @@ struct DigestExplanation {
 }
 
 /// `GET …/messages/{messageId}/routing` (SPEC §8.2): the decision and its steps.
-struct RoutingExplanation: JSONWritable {
-    let notified: Bool
+package struct RoutingExplanation: JSONWritable {
+    package let notified: Bool
     /// The job's reason when notified, else the skip code.
-    let reason: String
-    let jobID: String?
-    let steps: [String]
+    package let reason: String
+    package let jobID: String?
+    package let steps: [String]
 
-    func write(to writer: inout JSONWriter) {
+    package func write(to writer: inout JSONWriter) {
         writer.object { body in
             body.field("notified", notified)
             body.field("reason", reason)

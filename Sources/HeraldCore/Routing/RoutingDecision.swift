@@ -1,8 +1,8 @@
 /// Who gets a push for a message, and why not (SPEC §8.1): a pure function of its inputs, so
 /// it is tested without a database and explained step by step (`…/routing`).
-public enum Routing {
-    public enum ConversationType: Sendable { case group, oneOnOne }
-    public enum SubscriptionState: Sendable {
+package enum Routing {
+    package enum ConversationType: Sendable { case group, oneOnOne }
+    package enum SubscriptionState: Sendable {
         case subscribed, unsubscribed, none
 
         /// The recipient's subscription as of a message sent at `at` (SPEC §4: each message is
@@ -13,7 +13,7 @@ public enum Routing {
         /// `since` is the time of the earliest trigger that no unsubscribe voids (or of the manual
         /// subscribe); a row subscribed only by triggers after `at` was, as of `at`, unsubscribed
         /// if the user had unsubscribed, and had no subscription otherwise.
-        public init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, asOf at: Int64) {
+        package init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, asOf at: Int64) {
             switch subscribed {
             case nil: self = .none
             case false?: self = .unsubscribed
@@ -29,7 +29,7 @@ public enum Routing {
         /// holds unless the row was subscribed again (a manual subscribe or a trigger after the
         /// unsubscribe) by `at`. The row keeps only the latest unsubscribe and not the triggers it
         /// voided, so before that unsubscribe the state reads as `.none`.
-        public init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, judgedAt at: Int64) {
+        package init(subscribed: Bool?, since: Int64?, manualAt: Int64?, unsubscribedAt: Int64?, judgedAt at: Int64) {
             // `since` of a subscribed row: its earliest surviving trigger or its manual subscribe,
             // both after the unsubscribe
             let subscribedBy = subscribed == true && (since ?? .max) <= at
@@ -42,22 +42,22 @@ public enum Routing {
     }
 
     /// Reasons, strongest first (a message's; then a reaction's and a member action's, SPEC §11).
-    public enum Reason: String, Sendable, CaseIterable, Comparable {
+    package enum Reason: String, Sendable, CaseIterable, Comparable {
         case mention, mentionAll, quote, subscribedThread, allReplies, allMessages
         case reactionOnOwnMessage, reactionOnMessage, memberAction
 
-        public static func < (lhs: Reason, rhs: Reason) -> Bool {
+        package static func < (lhs: Reason, rhs: Reason) -> Bool {
             allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
         }
     }
 
     /// A user's level for one conversation (SPEC §18): it replaces their `messages`, `replies`
     /// and `quotedReplies` preferences there.
-    public enum ConversationLevel: String, Sendable, CaseIterable {
+    package enum ConversationLevel: String, Sendable, CaseIterable {
         case all, mentions, nothing
 
         /// The preferences a message of the conversation is routed with.
-        func applied(to preferences: Preferences) -> Preferences {
+        package func applied(to preferences: Preferences) -> Preferences {
             var preferences = preferences
             switch self {
             case .all: (preferences.messages, preferences.replies, preferences.quotedReplies) = (.subscribeToAll, .subscribeToAll, .subscribeToAll)
@@ -69,7 +69,7 @@ public enum Routing {
         }
     }
 
-    public enum Skip: String, Sendable {
+    package enum Skip: String, Sendable {
         case sender = "SENDER", noAccess = "NO_ACCESS", customMessage = "CUSTOM_MESSAGE"
         case messagesPreference = "MESSAGES_PREFERENCE", repliesPreference = "REPLIES_PREFERENCE", unsubscribed = "UNSUBSCRIBED"
         case mutePreference = "MUTE_PREFERENCE", dndPreference = "DND_PREFERENCE", schedulePreference = "SCHEDULE_PREFERENCE"
@@ -90,23 +90,23 @@ public enum Routing {
 
     /// SPEC §17: a reply's job with one of these reasons is digestible — held while the
     /// recipient's digest window for the thread is open. Mentions, `@all` and quotes never are.
-    public static func isDigestible(_ reason: Reason, isReply: Bool) -> Bool {
+    package static func isDigestible(_ reason: Reason, isReply: Bool) -> Bool {
         isReply && (reason == .subscribedThread || reason == .allReplies)
     }
 
     /// The recipient's effective preferences for the message's conversation type.
-    public struct Preferences: Sendable, Equatable {
-        public var messages = MessagesPreference.subscribeToAll
-        public var replies = RepliesPreference.subscribeToAll
-        public var quotedReplies = QuotedRepliesPreference.subscribeToAll
-        public var dndEnabled = false
-        public var schedule = Schedule.allDay
-        public var timezone = "UTC"
+    package struct Preferences: Sendable, Equatable {
+        package var messages = MessagesPreference.subscribeToAll
+        package var replies = RepliesPreference.subscribeToAll
+        package var quotedReplies = QuotedRepliesPreference.subscribeToAll
+        package var dndEnabled = false
+        package var schedule = Schedule.allDay
+        package var timezone = "UTC"
 
-        public init() {}
+        package init() {}
 
         /// What a message of a conversation type reads of a user's effective preferences.
-        public init(_ effective: EffectivePreferences, type: ConversationType) {
+        package init(_ effective: EffectivePreferences, type: ConversationType) {
             let conversation = effective.conversation(type)
             messages = conversation.messages
             replies = conversation.replies
@@ -117,63 +117,63 @@ public enum Routing {
         }
     }
 
-    public struct Input: Sendable {
-        public var isReply: Bool
-        public var conversation: ConversationType
+    package struct Input: Sendable {
+        package var isReply: Bool
+        package var conversation: ConversationType
         /// `category == "custom"` and `sendNotification != true`.
-        public var silentCustom = false
-        public var isSender = false
-        public var hasAccess = true
+        package var silentCustom = false
+        package var isSender = false
+        package var hasAccess = true
         /// The event was older than `maxEventAgeSeconds` when Herald applied it.
-        public var stale = false
+        package var stale = false
         /// The event is a `message.edited`, which notifies only the users it newly mentions (SPEC
         /// §8.1); `mentionedExplicitly` then means newly mentioned by the edit.
-        public var isEdit = false
+        package var isEdit = false
         /// The recipient's subscription to the message's thread, after SPEC §5.1 is applied for it.
-        public var subscription = SubscriptionState.none
-        public var mentionedExplicitly = false
-        public var mentionedAll = false
+        package var subscription = SubscriptionState.none
+        package var mentionedExplicitly = false
+        package var mentionedAll = false
         /// The message quotes one written by the recipient.
-        public var quotesRecipient = false
-        public var preferences = Preferences()
+        package var quotesRecipient = false
+        package var preferences = Preferences()
         /// The recipient's level for the message's conversation (SPEC §18), nil when none is set.
-        public var level: ConversationLevel?
+        package var level: ConversationLevel?
         /// The recipient's subscription to the thread is `track` (SPEC §18).
-        public var tracked = false
-        public var mutedUntil: Int64?
-        public var bypassForMentions = false
-        public var bypassForAll = false
+        package var tracked = false
+        package var mutedUntil: Int64?
+        package var bypassForMentions = false
+        package var bypassForAll = false
         /// The recipient's local time now, for the schedule.
-        public var localTime = LocalTime(weekday: 0, hhmm: 1200)
-        public var now: Int64 = 0
+        package var localTime = LocalTime(weekday: 0, hhmm: 1200)
+        package var now: Int64 = 0
 
-        public init(isReply: Bool, conversation: ConversationType) {
+        package init(isReply: Bool, conversation: ConversationType) {
             self.isReply = isReply
             self.conversation = conversation
         }
     }
 
     /// What `decide` found, and the steps that led there.
-    public struct Decision: Sendable, Equatable {
-        public enum Outcome: Sendable, Equatable {
+    package struct Decision: Sendable, Equatable {
+        package enum Outcome: Sendable, Equatable {
             /// A job, with its reason (the strongest that applies).
             case notified(Reason)
             /// No job, and why (the explain endpoint's skip code).
             case skipped(Skip)
         }
 
-        public let outcome: Outcome
+        package let outcome: Outcome
         /// What was checked, in order, for `…/routing`.
-        public let steps: [String]
+        package let steps: [String]
 
         /// Whether a job is made.
-        public var notified: Bool {
+        package var notified: Bool {
             if case .notified = outcome { return true }
             return false
         }
 
         /// The reason's or the skip code's wire name (`reason` in the explain endpoint).
-        public var code: String {
+        package var code: String {
             switch outcome {
             case .notified(let reason): return reason.rawValue
             case .skipped(let skip): return skip.rawValue
@@ -181,7 +181,7 @@ public enum Routing {
         }
     }
 
-    public static func decide(_ input: Input) -> Decision {
+    package static func decide(_ input: Input) -> Decision {
         var steps: [String] = []
         func skip(_ code: Skip, _ why: String) -> Decision {
             steps.append(why)
@@ -285,7 +285,7 @@ public enum Routing {
     }
 
     /// SPEC §8.1 step 3, the quiet rules in their order: the skip and why, or nil when none applies.
-    static func quiet(mutedUntil: Int64?, preferences: Preferences, localTime: LocalTime, now: Int64) -> (Skip, String)? {
+    package static func quiet(mutedUntil: Int64?, preferences: Preferences, localTime: LocalTime, now: Int64) -> (Skip, String)? {
         if let until = mutedUntil, until > now { return (.mutePreference, "the conversation is muted until \(until)") }
         if preferences.dndEnabled { return (.dndPreference, "do-not-disturb is enabled") }
         if !preferences.schedule.allows(weekday: localTime.weekday, hhmm: localTime.hhmm) {
@@ -296,48 +296,48 @@ public enum Routing {
 
     /// What a reaction's or a member action's decision reads besides its own rule: access,
     /// staleness and the quiet rules (no bypass applies: neither is a mention).
-    public struct Common: Sendable {
+    package struct Common: Sendable {
         /// The recipient is the reactor, or the member event's subject or actor.
-        public var isActor = false
-        public var hasAccess = true
-        public var stale = false
+        package var isActor = false
+        package var hasAccess = true
+        package var stale = false
         /// Do-not-disturb, the schedule and the time zone are read from here.
-        public var preferences = Preferences()
-        public var mutedUntil: Int64?
-        public var localTime = LocalTime(weekday: 0, hhmm: 1200)
-        public var now: Int64 = 0
+        package var preferences = Preferences()
+        package var mutedUntil: Int64?
+        package var localTime = LocalTime(weekday: 0, hhmm: 1200)
+        package var now: Int64 = 0
 
-        public init() {}
+        package init() {}
     }
 
     /// A reaction's recipient (SPEC §11.2).
-    public struct ReactionInput: Sendable {
-        public var common = Common()
-        public var reactions = ReactionsPreference.ownMessages
+    package struct ReactionInput: Sendable {
+        package var common = Common()
+        package var reactions = ReactionsPreference.ownMessages
         /// The recipient wrote the reacted message.
-        public var wroteMessage = false
+        package var wroteMessage = false
         /// The reacted message is a reply.
-        public var onReply = false
+        package var onReply = false
         /// The recipient's subscription to the reply's thread at the reaction's time
         /// (`SubscriptionState.init(…judgedAt:)`).
-        public var subscription = SubscriptionState.none
+        package var subscription = SubscriptionState.none
 
-        public init() {}
+        package init() {}
     }
 
     /// A member action's recipient (SPEC §11.3).
-    public struct MemberActionInput: Sendable {
-        public var common = Common()
-        public var action = MemberAction.joined
+    package struct MemberActionInput: Sendable {
+        package var common = Common()
+        package var action = MemberAction.joined
         /// The recipient's preference for that action.
-        public var preference = MemberActionPreference.dontSubscribe
+        package var preference = MemberActionPreference.dontSubscribe
 
-        public init() {}
+        package init() {}
     }
 
     /// SPEC §11.2: reactor, access, staleness, the `reactions` preference (with the thread's
     /// unsubscribe for a reaction on a reply), then the quiet rules.
-    public static func decide(_ input: ReactionInput) -> Decision {
+    package static func decide(_ input: ReactionInput) -> Decision {
         var steps: [String] = []
         if let skipped = opening(input.common, actor: "the recipient is the reactor", steps: &steps) { return skipped }
         let reason: Reason
@@ -364,7 +364,7 @@ public enum Routing {
     }
 
     /// SPEC §11.3: subject or actor, access, staleness, the action's preference, then the quiet rules.
-    public static func decide(_ input: MemberActionInput) -> Decision {
+    package static func decide(_ input: MemberActionInput) -> Decision {
         var steps: [String] = []
         if let skipped = opening(input.common, actor: "the recipient is the event's subject or actor", steps: &steps) { return skipped }
         guard input.preference == .subscribe else {

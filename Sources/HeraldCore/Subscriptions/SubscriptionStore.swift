@@ -3,23 +3,23 @@ import HTTPServer
 import Postgres
 
 /// Explicit subscribe / unsubscribe / state (SPEC §5.2) and the bulk lookup.
-struct SubscriptionStore: Sendable {
-    static let messageNotFound = HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND",
+package struct SubscriptionStore: Sendable {
+    package static let messageNotFound = HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND",
                                            message: "no such message, or it was deleted", params: ["field": "messageId"])
-    static let noAccess = HTTPError(status: 403, code: "ERR_MESSAGE_NO_ACCESS",
+    package static let noAccess = HTTPError(status: 403, code: "ERR_MESSAGE_NO_ACCESS",
                                     message: "the user has no access to this conversation", params: ["field": "uid"])
 
-    struct State: JSONWritable, Sendable {
-        let parentMessageId: String
-        let subscribed: Bool
-        let source: String?
-        let reason: String?
-        let since: Int64?
+    package struct State: JSONWritable, Sendable {
+        package let parentMessageId: String
+        package let subscribed: Bool
+        package let source: String?
+        package let reason: String?
+        package let since: Int64?
         /// `track` (SPEC §18: in the inbox, pushed only for mentions) or `notify`.
-        var tracked = false
+        package var tracked = false
 
         /// Keys sorted; `source` and `reason` only while subscribed; `since` null when there is no row.
-        func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { state in
                 state.field("level", subscribed && tracked ? "track" : "notify")
                 state.field("parentMessageId", parentMessageId)
@@ -35,10 +35,10 @@ struct SubscriptionStore: Sendable {
     /// A subscribe with the level it asks for (nil: keep the row's, `notify` for a new or an
     /// unsubscribed row), or an unsubscribe (which also ends a `track` level: a re-subscription
     /// starts at `notify`).
-    enum Change { case subscribe(tracked: Bool?), unsubscribe }
+    package enum Change { case subscribe(tracked: Bool?), unsubscribe }
 
     /// The thread a message id belongs to, with the locks that change it; 404 when unknown or deleted.
-    func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, locks: LockSet) {
+    package func resolve(app: String, messageID: String, on connection: PostgresConnection) throws -> (thread: String, locks: LockSet) {
         let rows = try connection.query("""
             SELECT t.parent_id, t.group_id, (t.deleted_at IS NOT NULL OR coalesce(m.deleted_at IS NOT NULL, false)) AS deleted
               FROM (SELECT \(messageID)::text AS id) q
@@ -55,13 +55,13 @@ struct SubscriptionStore: Sendable {
 
     /// Runs `body` in a transaction holding the lock of the message's thread, re-checked under
     /// the lock (a deletion may have landed, or the thread moved to its root): `LockSet.holding`.
-    func inThread<T>(app: String, messageID: String, on connection: PostgresConnection,
+    package func inThread<T>(app: String, messageID: String, on connection: PostgresConnection,
                      _ body: (String, PostgresConnection) throws -> T) throws -> T {
         try LockSet.holding(app: app, on: connection, resolve: { try resolve(app: app, messageID: messageID, on: $0) }, body)
     }
 
     /// Whether uid can see the thread's conversation now (a current group member, or one of the two users).
-    func hasAccess(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> Bool {
+    package func hasAccess(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("""
             SELECT CASE WHEN t.group_id IS NULL THEN \(uid) IN (t.user_a, t.user_b)
                         ELSE EXISTS (SELECT 1 FROM group_members g
@@ -72,7 +72,7 @@ struct SubscriptionStore: Sendable {
         return try rows.first?.decode(0, as: Bool.self) ?? false
     }
 
-    func state(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> State {
+    package func state(app: String, uid: String, thread: String, on connection: PostgresConnection) throws -> State {
         let rows = try connection.query("""
             SELECT subscribed, source, reason, since, tracked FROM subscriptions WHERE app = \(app) AND uid = \(uid) AND thread_id = \(thread)
             """)
@@ -84,7 +84,7 @@ struct SubscriptionStore: Sendable {
     }
 
     /// GET: the user's state for the message's thread.
-    func get(app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
+    package func get(app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
         let (thread, _) = try resolve(app: app, messageID: messageID, on: connection)
         guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
         return try state(app: app, uid: uid, thread: thread, on: connection)
@@ -92,7 +92,7 @@ struct SubscriptionStore: Sendable {
 
     /// PUT / DELETE: records the explicit choice at the database's clock, then recomputes the
     /// subscription from every fact (so later triggers are judged against it).
-    func change(_ change: Change, app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
+    package func change(_ change: Change, app: String, uid: String, messageID: String, on connection: PostgresConnection) throws -> State {
         try inThread(app: app, messageID: messageID, on: connection) { thread, connection in
             guard try hasAccess(app: app, uid: uid, thread: thread, on: connection) else { throw Self.noAccess }
             switch change {
@@ -140,7 +140,7 @@ struct SubscriptionStore: Sendable {
     }
 
     /// The subscribed state of each message's thread; unknown, deleted or inaccessible → false.
-    func lookup(app: String, uid: String, messageIDs: [String], on connection: PostgresConnection) throws -> [(String, Bool)] {
+    package func lookup(app: String, uid: String, messageIDs: [String], on connection: PostgresConnection) throws -> [(String, Bool)] {
         let rows = try connection.query("""
             SELECT q.id,
                    coalesce(s.subscribed AND t.deleted_at IS NULL AND m.deleted_at IS NULL

@@ -5,9 +5,9 @@ import Synchronization
 /// starves Swift's cooperative pool): `start(pass:drain:)` runs `pass` until stopped, and after
 /// each pass waits as the pass says. The closures live only while the loop runs. Used by every background worker (`FanoutWorker`, `JobWaiter`, `InboxRefresher`,
 /// `Maintenance`), so start, wake, stop and drain behave alike.
-public final class BackgroundLoop: Sendable {
+package final class BackgroundLoop: Sendable {
     /// What the loop does after a pass.
-    public enum Next: Sendable {
+    package enum Next: Sendable {
         /// Run again at once (there was work).
         case again
         /// Wait until woken, or at most this many seconds (other instances' work, expired leases).
@@ -17,9 +17,9 @@ public final class BackgroundLoop: Sendable {
         case rest(seconds: Double)
     }
 
-    let label: String
-    let qos: DispatchQoS
-    let firstWait: Next
+    package let label: String
+    package let qos: DispatchQoS
+    package let firstWait: Next
     private let signal = DispatchSemaphore(value: 0)
     private let woken = Atomic<Bool>(false)
     private let stopping = Atomic<Bool>(false)
@@ -27,18 +27,18 @@ public final class BackgroundLoop: Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// `firstWait`: before the first pass (`.again`: none).
-    public init(label: String, qos: DispatchQoS = .userInitiated, firstWait: Next = .again) {
+    package init(label: String, qos: DispatchQoS = .userInitiated, firstWait: Next = .again) {
         self.label = label
         self.qos = qos
         self.firstWait = firstWait
     }
 
     /// Whether `stop()` has been asked and the loop has not finished yet.
-    public var isStopping: Bool { stopping.load(ordering: .relaxed) }
+    package var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
     /// Starts the loop; a second call while it runs does nothing. `drain` runs after the last
     /// pass, on the loop's queue, before `stop()` returns.
-    public func start(pass: @escaping @Sendable () -> Next, drain: @escaping @Sendable () -> Void = {}) {
+    package func start(pass: @escaping @Sendable () -> Next, drain: @escaping @Sendable () -> Void = {}) {
         guard !running.exchange(true, ordering: .relaxed) else { return }
         DispatchQueue(label: label, qos: qos).async { [self] in
             wait(firstWait)
@@ -51,14 +51,14 @@ public final class BackgroundLoop: Sendable {
     }
 
     /// Ends an `.idle` wait now, or the next one; wakes that come together count once.
-    public func wake() {
+    package func wake() {
         if !woken.exchange(true, ordering: .relaxed) { signal.signal() }
     }
 
     /// Stops after the pass in progress and the drain, waiting at most `timeout` seconds; the
     /// loop may be started again once it has stopped. Returns whether it stopped in time.
     @discardableResult
-    public func stop(timeout: Double = 30) -> Bool {
+    package func stop(timeout: Double = 30) -> Bool {
         guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return true }
         signal.signal()
         guard finished.wait(timeout: .now() + timeout) == .success else { return false }

@@ -1,86 +1,86 @@
 import Glibc
 
 /// Herald's settings, read from the environment (SPEC §10).
-public struct Configuration: Sendable, Equatable {
+package struct Configuration: Sendable, Equatable {
     /// libpq URL or conninfo string (`DATABASE_URL`).
-    public var databaseURL: String?
+    package var databaseURL: String?
     /// Listen host and port (`HERALD_LISTEN`, `host:port`; `[::1]:8080` for IPv6).
-    public var listenHost: String
-    public var listenPort: Int
+    package var listenHost: String
+    package var listenPort: Int
     /// The admin token (`HERALD_ADMIN_TOKEN`); nil disables the admin API.
-    public var adminToken: String?
+    package var adminToken: String?
     /// HTTP worker threads (`HERALD_THREADS`).
-    public var threads: Int
+    package var threads: Int
     /// Database connections (`HERALD_DB_POOL_SIZE`, default: the thread count).
-    public var databasePoolSize: Int
+    package var databasePoolSize: Int
     /// Database connections of built-in delivery, apart from the requests' (`HERALD_DELIVERY_POOL_SIZE`).
-    public var deliveryPoolSize = 4
+    package var deliveryPoolSize = 4
     /// Whether built-in delivery may reach loopback, private, link-local and other internal
     /// addresses (`HERALD_DELIVERY_ALLOW_PRIVATE=1`; SPEC §13.3): for tests and closed networks.
-    public var deliveryAllowPrivate = false
+    package var deliveryAllowPrivate = false
     /// A PEM file of certificate authorities that built-in delivery trusts besides the system's
     /// (`HERALD_DELIVERY_CA_FILE`; SPEC §13.4): for tests and closed networks.
-    public var deliveryCAFile: String?
+    package var deliveryCAFile: String?
     /// What sits between Herald and PostgreSQL (`HERALD_DB_POOL_MODE`): `session` (nothing, or a
     /// pooler in session mode) or `transaction` (PgBouncer's `pool_mode = transaction`, where
     /// each transaction may run on another server connection: no prepared statements, and the
     /// notification listener needs `HERALD_LISTEN_DATABASE_URL`).
-    public var databasePoolMode: DatabasePoolMode = .session
+    package var databasePoolMode: DatabasePoolMode = .session
     /// The connection the notification listener LISTENs on (`HERALD_LISTEN_DATABASE_URL`):
     /// `DATABASE_URL` unless set. Behind a transaction pooler, a URL that reaches PostgreSQL
     /// directly or through a session-mode pool; without one the long polls look every 250 ms.
-    public var listenDatabaseURL: String?
+    package var listenDatabaseURL: String?
     /// Milliseconds a request waits for a database connection before 429 (`HERALD_DB_ACQUIRE_TIMEOUT_MS`).
-    public var databaseAcquireTimeoutMs: Int
+    package var databaseAcquireTimeoutMs: Int
     /// Largest request body in bytes (`HERALD_MAX_BODY_BYTES`).
-    public var maxBodyBytes: Int
+    package var maxBodyBytes: Int
     /// Most open connections (`HERALD_MAX_CONNECTIONS`).
-    public var maxConnections: Int
+    package var maxConnections: Int
     /// Long polls (claims and feeds with `waitSeconds`) waiting at once (`HERALD_MAX_LONG_POLLS`,
     /// default half of `maxConnections`, so that short requests always find a connection); more
     /// are answered `429 ERR_OVERLOADED` at once.
-    public var maxLongPolls = 2048
+    package var maxLongPolls = 2048
     /// Long polls of one app waiting at once (`HERALD_MAX_LONG_POLLS_PER_APP`, default half of
     /// `maxLongPolls`), so that one tenant cannot take every slot.
-    public var maxLongPollsPerApp = 1024
+    package var maxLongPollsPerApp = 1024
     /// Feed long polls of one user waiting at once (`HERALD_MAX_LONG_POLLS_PER_USER`, default 10).
-    public var maxLongPollsPerUser = 10
+    package var maxLongPollsPerUser = 10
     /// Seconds an idle connection is kept (`HERALD_IDLE_TIMEOUT_SECONDS`).
-    public var idleTimeoutSeconds: Int
+    package var idleTimeoutSeconds: Int
     /// Seconds a new connection has to send a whole request head (`HERALD_HEADER_TIMEOUT_SECONDS`).
-    public var headerTimeoutSeconds: Int
+    package var headerTimeoutSeconds: Int
     /// Ingest requests processed at once (`HERALD_INGEST_MAX_IN_FLIGHT`, default: three quarters
     /// of the threads, so other routes keep threads free); more wait for a slot.
-    public var ingestMaxInFlight: Int
+    package var ingestMaxInFlight: Int
     /// Milliseconds an ingest request waits for a slot before 429 (`HERALD_INGEST_QUEUE_MS`, 0: never waits).
-    public var ingestQueueMilliseconds: Int
+    package var ingestQueueMilliseconds: Int
     /// Days dedupe records (and rejected events) are kept (`HERALD_DEDUPE_RETENTION_DAYS`, 7–3650).
-    public var dedupeRetentionDays: Int
+    package var dedupeRetentionDays: Int
     /// Seconds a large-group fan-out task is leased to one worker (`HERALD_FANOUT_LEASE_SECONDS`):
     /// after a crash, another instance resumes it this long after the last chunk.
-    public var fanoutLeaseSeconds: Int
+    package var fanoutLeaseSeconds: Int
     /// Tests only (`HERALD_TEST_DIGEST_PAUSE_MS`): milliseconds a digest pass waits after deciding,
     /// before writing, so that a test can kill Herald there (SPEC §17: exactly once across a crash).
-    public var testDigestPauseMs = 0
+    package var testDigestPauseMs = 0
     /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
-    public var drainTimeoutSeconds: Int
+    package var drainTimeoutSeconds: Int
     /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
-    public var logLevel: LogLevel
+    package var logLevel: LogLevel
     /// Where the SQL migrations are (`HERALD_MIGRATIONS_DIR`); nil: found next to the binary.
-    public var migrationsDirectory: String?
+    package var migrationsDirectory: String?
     /// The OpenAPI document (`HERALD_OPENAPI_FILE`); nil: `openapi/openapi.json` found next to the binary.
-    public var openAPIFile: String?
+    package var openAPIFile: String?
     /// The operator console's files (`HERALD_CONSOLE_DIR`); nil: `console/` found next to the binary.
-    public var consoleDirectory: String?
+    package var consoleDirectory: String?
 
-    public static let `default` = Configuration(
+    package static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
         maxConnections: 4096, idleTimeoutSeconds: 60, headerTimeoutSeconds: 10, ingestMaxInFlight: 12, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
-    public static let variables: [(name: String, meaning: String)] = [
+    package static let variables: [(name: String, meaning: String)] = [
         ("DATABASE_URL", "PostgreSQL URL or conninfo (required)"),
         ("HERALD_LISTEN", "host:port to listen on (default 127.0.0.1:8080)"),
         ("HERALD_ADMIN_TOKEN", "admin token for /v1/apps (unset: admin API disabled); 16+ characters"),
@@ -112,7 +112,7 @@ public struct Configuration: Sendable, Equatable {
     ]
 
     /// Reads the environment; a malformed value is an error that names the variable.
-    public init(environment: [String: String]) throws(ConfigurationError) {
+    package init(environment: [String: String]) throws(ConfigurationError) {
         self = .default
         func value(_ name: String) -> String? {
             guard let raw = environment[name], !raw.isEmpty else { return nil }
@@ -178,7 +178,7 @@ public struct Configuration: Sendable, Equatable {
         consoleDirectory = value("HERALD_CONSOLE_DIR")
     }
 
-    init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
+    package init(databaseURL: String?, listenHost: String, listenPort: Int, adminToken: String?, threads: Int,
          databasePoolSize: Int, databaseAcquireTimeoutMs: Int, maxBodyBytes: Int, maxConnections: Int,
          idleTimeoutSeconds: Int, headerTimeoutSeconds: Int, ingestMaxInFlight: Int, ingestQueueMilliseconds: Int, dedupeRetentionDays: Int, fanoutLeaseSeconds: Int, drainTimeoutSeconds: Int, logLevel: LogLevel, migrationsDirectory: String?) {
         self.databaseURL = databaseURL
@@ -202,7 +202,7 @@ public struct Configuration: Sendable, Equatable {
     }
 
     /// `127.0.0.1:8080`, `0.0.0.0:80`, `[::1]:8080`, `localhost:0`.
-    static func parseListen(_ text: String) throws(ConfigurationError) -> (String, Int) {
+    package static func parseListen(_ text: String) throws(ConfigurationError) -> (String, Int) {
         let error = ConfigurationError(variable: "HERALD_LISTEN", message: "must be host:port (port 0-65535), got \(text.debugDescription)")
         var host: Substring
         var portText: Substring
@@ -224,7 +224,7 @@ public struct Configuration: Sendable, Equatable {
 }
 
 /// How Herald's connections reach PostgreSQL (`HERALD_DB_POOL_MODE`).
-public enum DatabasePoolMode: String, Sendable, Equatable {
+package enum DatabasePoolMode: String, Sendable, Equatable {
     /// Each connection is one server session: prepared statements and LISTEN work.
     case session
     /// A pooler hands each transaction to any server connection (PgBouncer `pool_mode =
@@ -233,8 +233,8 @@ public enum DatabasePoolMode: String, Sendable, Equatable {
 }
 
 /// A configuration variable has a value Herald cannot use.
-public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
-    public let variable: String
-    public let message: String
-    public var description: String { "\(variable) \(message)" }
+package struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let variable: String
+    package let message: String
+    package var description: String { "\(variable) \(message)" }
 }

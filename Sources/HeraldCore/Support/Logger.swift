@@ -6,7 +6,7 @@ import Synchronization
 import JSON
 
 /// Severity of a log line.
-public enum LogLevel: String, Sendable, Comparable {
+package enum LogLevel: String, Sendable, Comparable {
     case debug, info, warn, error
 
     private var rank: Int {
@@ -18,32 +18,32 @@ public enum LogLevel: String, Sendable, Comparable {
         }
     }
 
-    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rank < rhs.rank }
+    package static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rank < rhs.rank }
 }
 
 /// Writes one JSON object per line to standard output (SPEC §10). Never give it a secret.
-public struct Logger: Sendable {
-    public let level: LogLevel
+package struct Logger: Sendable {
+    package let level: LogLevel
     private let sink: @Sendable (String) -> Void
 
     /// A logger that writes to standard output.
-    public init(level: LogLevel) {
+    package init(level: LogLevel) {
         self.level = level
         self.sink = { line in Logger.writeToStandardOutput(line) }
     }
 
     /// A logger that hands each line to `sink` (tests).
-    public init(level: LogLevel, sink: @escaping @Sendable (String) -> Void) {
+    package init(level: LogLevel, sink: @escaping @Sendable (String) -> Void) {
         self.level = level
         self.sink = sink
     }
 
-    public func debug(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.debug, message, fields) }
-    public func info(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.info, message, fields) }
-    public func warn(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.warn, message, fields) }
-    public func error(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.error, message, fields) }
+    package func debug(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.debug, message, fields) }
+    package func info(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.info, message, fields) }
+    package func warn(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.warn, message, fields) }
+    package func error(_ message: String, _ fields: [String: JSONValue] = [:]) { log(.error, message, fields) }
 
-    public func log(_ level: LogLevel, _ message: String, _ fields: [String: JSONValue]) {
+    package func log(_ level: LogLevel, _ message: String, _ fields: [String: JSONValue]) {
         guard level >= self.level else { return }
         var object = fields
         object["ts"] = .int(Int(currentTimeMilliseconds()))
@@ -84,7 +84,7 @@ public struct Logger: Sendable {
     }
 
     /// Writes every line logged so far (at shutdown, before the process exits).
-    public static func flush() {
+    package static func flush() {
         outputLock.withLock { _ in
             let bytes = pending.withLock { buffer -> [UInt8] in
                 defer { buffer.removeAll(keepingCapacity: true) }
@@ -114,14 +114,14 @@ public struct Logger: Sendable {
 }
 
 /// Wall-clock time in epoch milliseconds.
-public func currentTimeMilliseconds() -> Int64 {
+package func currentTimeMilliseconds() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
     return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
 }
 
 /// Monotonic time in nanoseconds, for durations.
-public func monotonicNanoseconds() -> UInt64 {
+package func monotonicNanoseconds() -> UInt64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)

@@ -8,13 +8,13 @@ import Synchronization
 /// app (one tenant cannot take every slot) and `perUser` of one user's feed; a long poll beyond a
 /// bound is answered `429 ERR_OVERLOADED` with `Retry-After` at once. Shared by `JobWaiter` and
 /// `ChangeWaiter`, which enter when a poll starts to wait and leave when it is answered.
-public final class LongPollGate: Sendable {
-    public struct Limits: Sendable, Equatable {
-        public var total: Int
-        public var perApp: Int
-        public var perUser: Int
+package final class LongPollGate: Sendable {
+    package struct Limits: Sendable, Equatable {
+        package var total: Int
+        package var perApp: Int
+        package var perUser: Int
 
-        public init(total: Int, perApp: Int, perUser: Int) {
+        package init(total: Int, perApp: Int, perUser: Int) {
             self.total = total
             self.perApp = perApp
             self.perUser = perUser
@@ -22,24 +22,24 @@ public final class LongPollGate: Sendable {
     }
 
     private struct Counts {
-        var total = 0
-        var apps: [String: Int] = [:]
-        var users: [String: Int] = [:]
+        package var total = 0
+        package var apps: [String: Int] = [:]
+        package var users: [String: Int] = [:]
     }
 
-    public let limits: Limits
+    package let limits: Limits
     private let counts = Mutex(Counts())
 
-    public init(limits: Limits) {
+    package init(limits: Limits) {
         self.limits = limits
     }
 
     /// Long polls waiting now.
-    public var waiting: Int { counts.withLock { $0.total } }
+    package var waiting: Int { counts.withLock { $0.total } }
 
     /// Takes a slot for a long poll of `app` (and of `user`'s feed, "app<US>uid"), or throws
     /// `429 ERR_OVERLOADED` when a bound is reached.
-    func enter(app: String, user: String? = nil) throws(HTTPError) {
+    package func enter(app: String, user: String? = nil) throws(HTTPError) {
         let admitted = counts.withLock { counts -> Bool in
             guard counts.total < limits.total, counts.apps[app, default: 0] < limits.perApp else { return false }
             if let user {
@@ -54,7 +54,7 @@ public final class LongPollGate: Sendable {
     }
 
     /// Gives back the slot that `enter` took.
-    func leave(app: String, user: String? = nil) {
+    package func leave(app: String, user: String? = nil) {
         counts.withLock { counts in
             counts.total -= 1
             Self.decrement(&counts.apps, app)

@@ -4,9 +4,9 @@ import Glibc
 /// Files Herald reads at start-up (`sql/`, `openapi/`), found beside the running binary: an
 /// install's `<prefix>/share/herald/<name>` (the binary in `<prefix>/bin`), the source tree's
 /// `<name>` above `.build/`, else the current directory's.
-enum Resources {
+package enum Resources {
     /// The first candidate path for `name` that `accept` takes, else `./name`.
-    static func locate(_ name: String, accept: (String) -> Bool) -> String {
+    package static func locate(_ name: String, accept: (String) -> Bool) -> String {
         var candidates: [String] = []
         var directory = executableDirectory()
         for _ in 0..<6 {

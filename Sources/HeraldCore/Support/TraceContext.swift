@@ -2,11 +2,11 @@
 /// CloudEvent (its distributed-tracing extension attribute) carries, so that a log line can be
 /// joined to the caller's trace. Only a value of the exact W3C form is kept — nothing else of
 /// the header ever reaches a log line — and only its 55 characters of version 00's layout.
-public enum TraceContext {
+package enum TraceContext {
     /// `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>`, lower-case, ids not all zeros,
     /// version not `ff`; a later version may append `-…` after the flags, which is dropped.
     /// Nil for anything else.
-    public static func traceparent(_ value: String?) -> String? {
+    package static func traceparent(_ value: String?) -> String? {
         guard let value else { return nil }
         let bytes = Array(value.utf8)
         guard bytes.count >= 55, bytes.count <= 512 else { return nil }

@@ -3,7 +3,7 @@
 /// keys are due for another try. A request stays registered from `add` until `remove`, so a
 /// notification that comes while a pass works (`markDue`) is kept for the next pass: never lost.
 /// A value type, kept under its waiter's lock.
-struct WaitingSet<Item: Sendable>: Sendable {
+package struct WaitingSet<Item: Sendable>: Sendable {
     private(set) var items: [UInt64: Item] = [:]
     private var byKey: [String: [UInt64]] = [:]
     /// Keys that may have something since the last `takeDue`.
@@ -11,11 +11,11 @@ struct WaitingSet<Item: Sendable>: Sendable {
     private var allDue = false
     private var nextID: UInt64 = 0
 
-    var count: Int { items.count }
-    var keys: [String] { Array(byKey.keys) }
+    package var count: Int { items.count }
+    package var keys: [String] { Array(byKey.keys) }
 
     /// Registers `item` under `key`, due at once (a first try now that it is registered).
-    mutating func add(_ item: Item, key: String) {
+    package mutating func add(_ item: Item, key: String) {
         nextID += 1
         items[nextID] = item
         byKey[key, default: []].append(nextID)
@@ -23,7 +23,7 @@ struct WaitingSet<Item: Sendable>: Sendable {
     }
 
     /// Marks the keys that have waiting requests due; says whether any had.
-    mutating func markDue(_ keys: some Sequence<String>) -> Bool {
+    package mutating func markDue(_ keys: some Sequence<String>) -> Bool {
         var any = false
         for key in keys where byKey[key] != nil {
             due.insert(key)
@@ -33,21 +33,21 @@ struct WaitingSet<Item: Sendable>: Sendable {
     }
 
     /// Every key is due (a listener that connected again, a timer).
-    mutating func markAllDue() { allDue = true }
+    package mutating func markAllDue() { allDue = true }
 
     /// Whether no key was marked due since the last `takeDue` (a pass that a timer started).
-    var nothingDue: Bool { due.isEmpty && !allDue }
+    package var nothingDue: Bool { due.isEmpty && !allDue }
 
     /// The due keys' requests, oldest first per key — every key's when `everything` or when all
     /// were marked due — and clears what was due: a key marked from here on is due again.
-    mutating func takeDue(everything: Bool) -> [(key: String, requests: [(id: UInt64, item: Item)])] {
+    package mutating func takeDue(everything: Bool) -> [(key: String, requests: [(id: UInt64, item: Item)])] {
         defer { due.removeAll(); allDue = false }
         let keys = everything || allDue ? Array(byKey.keys) : Array(due)
         return keys.map { key in (key, (byKey[key] ?? []).compactMap { id in items[id].map { (id, $0) } }) }
     }
 
     /// Removes a request (nil when it was already answered), with its key.
-    mutating func remove(_ id: UInt64, key: (Item) -> String) -> Item? {
+    package mutating func remove(_ id: UInt64, key: (Item) -> String) -> Item? {
         guard let item = items.removeValue(forKey: id) else { return nil }
         let name = key(item)
         byKey[name]?.removeAll { $0 == id }

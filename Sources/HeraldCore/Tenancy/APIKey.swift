@@ -4,25 +4,25 @@ import Secrets
 ///
 /// The id (64 random bits, hex) is public and finds the row; the secret (256 random bits, hex)
 /// is shown once and only its SHA-256 is stored, compared in constant time.
-public struct APIKey: Sendable, Equatable {
-    public let id: String
-    public let secret: String
+package struct APIKey: Sendable, Equatable {
+    package let id: String
+    package let secret: String
 
-    static let prefix = "hk_"
+    package static let prefix = "hk_"
 
     /// A new random key.
-    public static func generate() -> APIKey {
+    package static func generate() -> APIKey {
         APIKey(id: Secrets.hex(Secrets.randomBytes(8)), secret: Secrets.hex(Secrets.randomBytes(32)))
     }
 
     /// The full token a client sends as `Authorization: Bearer …`.
-    public var token: String { Self.prefix + id + "_" + secret }
+    package var token: String { Self.prefix + id + "_" + secret }
 
     /// The stored digest of the secret.
-    public var secretHash: [UInt8] { Secrets.sha256(secret) }
+    package var secretHash: [UInt8] { Secrets.sha256(secret) }
 
     /// Splits a token into id and secret; nil when it does not have the key's shape.
-    public static func parse(_ token: String) -> APIKey? {
+    package static func parse(_ token: String) -> APIKey? {
         guard token.hasPrefix(prefix) else { return nil }
         let rest = token.dropFirst(prefix.count)
         let parts = rest.split(separator: "_", omittingEmptySubsequences: false)
@@ -32,20 +32,20 @@ public struct APIKey: Sendable, Equatable {
     }
 
     /// Whether this key's secret matches a stored digest, in constant time.
-    public func matches(secretHash stored: [UInt8]) -> Bool {
+    package func matches(secretHash stored: [UInt8]) -> Bool {
         Secrets.constantTimeEqual(secretHash, stored)
     }
 }
 
 /// The admin token, kept only as its digest and compared in constant time.
-public struct AdminToken: Sendable {
+package struct AdminToken: Sendable {
     private let digest: [UInt8]
 
-    public init(_ token: String) {
+    package init(_ token: String) {
         digest = Secrets.sha256(token)
     }
 
-    public func matches(_ candidate: String) -> Bool {
+    package func matches(_ candidate: String) -> Bool {
         Secrets.constantTimeEqual(Secrets.sha256(candidate), digest)
     }
 }

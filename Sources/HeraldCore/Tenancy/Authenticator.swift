@@ -3,33 +3,33 @@ import Postgres
 
 /// Decides who is calling and whether they may call the route (SPEC §2): the token (401), then
 /// the role and app (403, or 400/404 for the admin's `X-App-Id`).
-public struct Authenticator: Sendable {
-    let adminToken: AdminToken?
-    let store: TenancyStore
-    let database: PostgresPool
-    let userTokens = UserTokenVerifier()
-    let userLimiter = UserRateLimiter()
+package struct Authenticator: Sendable {
+    package let adminToken: AdminToken?
+    package let store: TenancyStore
+    package let database: PostgresPool
+    package let userTokens = UserTokenVerifier()
+    package let userLimiter = UserRateLimiter()
 
-    public init(adminToken: String?, store: TenancyStore, database: PostgresPool) {
+    package init(adminToken: String?, store: TenancyStore, database: PostgresPool) {
         self.adminToken = adminToken.map(AdminToken.init)
         self.store = store
         self.database = database
     }
 
-    static let missingToken = HTTPError(status: 401, code: "AUTH_ERR_APIKEY_NOT_FOUND",
+    package static let missingToken = HTTPError(status: 401, code: "AUTH_ERR_APIKEY_NOT_FOUND",
                                         message: "a valid API key is required in Authorization: Bearer <key>")
-    static let noAccess = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
+    package static let noAccess = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                     message: "this key may not use this route or app")
-    static let userTokenElsewhere = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
+    package static let userTokenElsewhere = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                               message: "a user token may call only the /v1/me/… routes, for its own app")
-    static let keyOnUserRoute = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
+    package static let keyOnUserRoute = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                           message: "/v1/me/… takes a user token; API keys and the admin token name the user: /v1/users/{uid}/…")
 
     /// The `WWW-Authenticate` challenge of the user routes (RFC 6750 §3).
-    static let bearerChallenge = #"Bearer realm="herald""#
+    package static let bearerChallenge = #"Bearer realm="herald""#
 
     /// `401` for a refused user token, with RFC 6750's `invalid_token` challenge.
-    static func tokenRefused(_ rejection: UserToken.Rejection) -> HTTPError {
+    package static func tokenRefused(_ rejection: UserToken.Rejection) -> HTTPError {
         let (code, message) = switch rejection {
         case .invalid(let reason): ("AUTH_ERR_TOKEN_INVALID", reason)
         case .expired(let reason): ("AUTH_ERR_TOKEN_EXPIRED", reason)
@@ -38,7 +38,7 @@ public struct Authenticator: Sendable {
                          headers: ["WWW-Authenticate": bearerChallenge + #", error="invalid_token""#])
     }
 
-    public func authenticate(_ request: Request, access: Access) throws -> Principal {
+    package func authenticate(_ request: Request, access: Access) throws -> Principal {
         if access == .public { return .anonymous }
         guard let token = Self.bearerToken(request) else {
             var error = Self.missingToken
@@ -94,9 +94,9 @@ public struct Authenticator: Sendable {
 
     /// A user token refused, with the request's origin when the token's app allows it: the
     /// pipeline answers `error` with that origin's CORS headers, as it does the token's successes.
-    struct UserRefusal: Error {
-        let error: HTTPError
-        let corsOrigin: String?
+    package struct UserRefusal: Error {
+        package let error: HTTPError
+        package let corsOrigin: String?
     }
 
     /// A user token: verified on every route (401 when refused), allowed only on the user routes
@@ -127,7 +127,7 @@ public struct Authenticator: Sendable {
     }
 
     /// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive.
-    static func bearerToken(_ request: Request) -> String? {
+    package static func bearerToken(_ request: Request) -> String? {
         guard let header = request.header("authorization") else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }

@@ -1,5 +1,5 @@
 /// What an app key may do (SPEC §2).
-public enum Role: String, Sendable, Codable, CaseIterable {
+package enum Role: String, Sendable, Codable, CaseIterable {
     /// `POST /v1/events` only: the message bus.
     case ingest
     /// The jobs API only: push senders.
@@ -9,7 +9,7 @@ public enum Role: String, Sendable, Codable, CaseIterable {
 }
 
 /// Who may call a route.
-public enum Access: Sendable, Equatable {
+package enum Access: Sendable, Equatable {
     /// No token needed (`/healthz`, `/readyz`, …).
     case `public`
     /// The admin token only.
@@ -20,18 +20,18 @@ public enum Access: Sendable, Equatable {
     case user
 
     /// Routes of the chat backend and operators.
-    public static let server = Access.app([.server])
+    package static let server = Access.app([.server])
     /// Routes of push senders (and the server role).
-    public static let worker = Access.app([.worker, .server])
+    package static let worker = Access.app([.worker, .server])
     /// The ingest route (and the server role).
-    public static let ingest = Access.app([.ingest, .server])
+    package static let ingest = Access.app([.ingest, .server])
     /// Any app key.
-    public static let anyAppKey = Access.app(Set(Role.allCases))
+    package static let anyAppKey = Access.app(Set(Role.allCases))
 }
 
 /// The caller of a request, once authenticated.
-public struct Principal: Sendable, Equatable {
-    public enum Kind: Sendable, Equatable {
+package struct Principal: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         case anonymous
         case admin
         case key(id: String, role: Role)
@@ -39,27 +39,27 @@ public struct Principal: Sendable, Equatable {
         case user(uid: String, kid: String)
     }
 
-    public let kind: Kind
+    package let kind: Kind
     /// The app the request acts in; nil for anonymous and for the admin on admin routes.
-    public let app: String?
+    package let app: String?
     /// A user request's `Origin` when its app lists it in `corsOrigins`: the response allows it.
-    public var corsOrigin: String?
+    package var corsOrigin: String?
 
-    public init(kind: Kind, app: String?, corsOrigin: String? = nil) {
+    package init(kind: Kind, app: String?, corsOrigin: String? = nil) {
         self.kind = kind
         self.app = app
         self.corsOrigin = corsOrigin
     }
 
-    public static let anonymous = Principal(kind: .anonymous, app: nil)
+    package static let anonymous = Principal(kind: .anonymous, app: nil)
 
     /// The uid a user token names; nil for every other caller.
-    public var uid: String? {
+    package var uid: String? {
         if case .user(let uid, _) = kind { uid } else { nil }
     }
 
     /// The role name for responses and logs (`admin`, `server`, …).
-    public var roleName: String? {
+    package var roleName: String? {
         switch kind {
         case .anonymous: return nil
         case .admin: return "admin"

@@ -3,8 +3,8 @@ import JSON
 import Postgres
 
 /// The admin API (SPEC §2): apps and their keys.
-enum TenancyAPI {
-    static func register(in router: inout Router<Route>) {
+package enum TenancyAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.post, "/v1/apps", Route(access: .admin, accepts: Route.json, handler: createApp))
         router.add(.get, "/v1/apps", Route(access: .admin, handler: listApps))
         router.add(.post, "/v1/apps/{app}/keys", Route(access: .admin, accepts: Route.json, handler: createKey))
@@ -12,13 +12,13 @@ enum TenancyAPI {
         router.add(.delete, "/v1/apps/{app}/keys/{keyId}", Route(access: .admin, handler: revokeKey))
     }
 
-    static let appNotFound = HTTPError(status: 404, code: "ERR_APP_NOT_FOUND", message: "no such app")
+    package static let appNotFound = HTTPError(status: 404, code: "ERR_APP_NOT_FOUND", message: "no such app")
 
-    struct CreateAppBody: Decodable {
-        let id: String
+    package struct CreateAppBody: Decodable {
+        package let id: String
     }
 
-    static func createApp(_ context: RequestContext) throws -> Response {
+    package static func createApp(_ context: RequestContext) throws -> Response {
         let body = try context.request.decodeJSON(CreateAppBody.self)
         let id = try Identifier.validate(body.id, field: "id")
         let services = context.services
@@ -29,7 +29,7 @@ enum TenancyAPI {
         return .json(app, status: 201)
     }
 
-    static func listApps(_ context: RequestContext) throws -> Response {
+    package static func listApps(_ context: RequestContext) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.position(kind: "apps")
         let services = context.services
@@ -39,12 +39,12 @@ enum TenancyAPI {
         return .json(list.page(apps.map { (position: $0.id, item: $0) }, kind: "apps"))
     }
 
-    struct CreateKeyBody: Decodable {
-        let role: String
-        let label: String?
+    package struct CreateKeyBody: Decodable {
+        package let role: String
+        package let label: String?
     }
 
-    static func createKey(_ context: RequestContext) throws -> Response {
+    package static func createKey(_ context: RequestContext) throws -> Response {
         let body = try context.request.decodeJSON(CreateKeyBody.self)
         guard let role = Role(rawValue: body.role) else {
             throw HTTPError.badRequest("role must be ingest, worker or server", field: "role")
@@ -62,7 +62,7 @@ enum TenancyAPI {
         return .json(created, status: 201)
     }
 
-    static func listKeys(_ context: RequestContext) throws -> Response {
+    package static func listKeys(_ context: RequestContext) throws -> Response {
         let app = context.parameter("app")
         let services = context.services
         let keys = try services.database.withConnection { connection -> [TenancyStore.KeyInfo]? in
@@ -73,7 +73,7 @@ enum TenancyAPI {
         return .json(ListPage(items: keys))
     }
 
-    static func revokeKey(_ context: RequestContext) throws -> Response {
+    package static func revokeKey(_ context: RequestContext) throws -> Response {
         let app = context.parameter("app")
         let keyID = context.parameter("keyId")
         let services = context.services

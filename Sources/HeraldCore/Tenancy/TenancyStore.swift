@@ -2,23 +2,23 @@ import JSON
 import Postgres
 
 /// Apps and keys in PostgreSQL; shared by the admin API and the CLI.
-public struct TenancyStore: Sendable {
-    public struct App: Sendable, Equatable, JSONWritable {
-        public let id: String
-        public let createdAt: Int64
+package struct TenancyStore: Sendable {
+    package struct App: Sendable, Equatable, JSONWritable {
+        package let id: String
+        package let createdAt: Int64
 
-        public func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { $0.field("createdAt", createdAt); $0.field("id", id) }
         }
     }
 
-    public struct KeyInfo: Sendable, Equatable, JSONWritable {
-        public let id: String
-        public let role: Role
-        public let label: String?
-        public let createdAt: Int64
+    package struct KeyInfo: Sendable, Equatable, JSONWritable {
+        package let id: String
+        package let role: Role
+        package let label: String?
+        package let createdAt: Int64
 
-        public func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { key in
                 key.field("createdAt", createdAt)
                 key.field("id", id)
@@ -29,14 +29,14 @@ public struct TenancyStore: Sendable {
     }
 
     /// A key as created: the only time its secret is known.
-    public struct CreatedKey: Sendable, Equatable, JSONWritable {
-        public let id: String
-        public let key: String
-        public let role: Role
-        public let label: String?
-        public let createdAt: Int64
+    package struct CreatedKey: Sendable, Equatable, JSONWritable {
+        package let id: String
+        package let key: String
+        package let role: Role
+        package let label: String?
+        package let createdAt: Int64
 
-        public func write(to writer: inout JSONWriter) {
+        package func write(to writer: inout JSONWriter) {
             writer.object { created in
                 created.field("createdAt", createdAt)
                 created.field("id", id)
@@ -48,34 +48,34 @@ public struct TenancyStore: Sendable {
     }
 
     /// What authentication needs of a key.
-    struct StoredKey: Sendable {
-        let app: String
-        let role: Role
-        let secretHash: [UInt8]
+    package struct StoredKey: Sendable {
+        package let app: String
+        package let role: Role
+        package let secretHash: [UInt8]
     }
 
-    public init() {}
+    package init() {}
 
     /// Creates an app; `nil` when the id exists already.
-    public func createApp(_ id: String, on connection: PostgresConnection) throws -> App? {
+    package func createApp(_ id: String, on connection: PostgresConnection) throws -> App? {
         let rows = try connection.query(
             "INSERT INTO apps (id) VALUES (\(id)) ON CONFLICT (id) DO NOTHING RETURNING id, created_at")
         guard let row = rows.first else { return nil }
         return App(id: try row.decode(0), createdAt: try row.decode(1))
     }
 
-    public func appExists(_ id: String, on connection: PostgresConnection) throws -> Bool {
+    package func appExists(_ id: String, on connection: PostgresConnection) throws -> Bool {
         !(try connection.query("SELECT 1 FROM apps WHERE id = \(id)")).isEmpty
     }
 
     /// Apps ordered by id, after `afterID`, at most `limit`.
-    public func listApps(after afterID: String?, limit: Int, on connection: PostgresConnection) throws -> [App] {
+    package func listApps(after afterID: String?, limit: Int, on connection: PostgresConnection) throws -> [App] {
         try connection.query(
             "SELECT id, created_at FROM apps WHERE \(afterID)::text IS NULL OR id > \(afterID) ORDER BY id LIMIT \(limit)").map { App(id: try $0.decode(0), createdAt: try $0.decode(1)) }
     }
 
     /// Creates a key for an existing app; `nil` when the app does not exist.
-    public func createKey(app: String, role: Role, label: String?, on connection: PostgresConnection) throws -> CreatedKey? {
+    package func createKey(app: String, role: Role, label: String?, on connection: PostgresConnection) throws -> CreatedKey? {
         let key = APIKey.generate()
         let rows = try connection.query("""
             INSERT INTO app_keys (id, app_id, role, label, secret_hash)
@@ -87,7 +87,7 @@ public struct TenancyStore: Sendable {
     }
 
     /// The app's keys that are not revoked, oldest first.
-    public func listKeys(app: String, on connection: PostgresConnection) throws -> [KeyInfo] {
+    package func listKeys(app: String, on connection: PostgresConnection) throws -> [KeyInfo] {
         try connection.query("""
             SELECT id, role, label, created_at FROM app_keys
             WHERE app_id = \(app) AND revoked_at IS NULL ORDER BY created_at, id
@@ -98,7 +98,7 @@ public struct TenancyStore: Sendable {
     }
 
     /// Revokes a key of `app`; false when the app has no such key. Revoking twice is fine.
-    public func revokeKey(app: String, id: String, on connection: PostgresConnection) throws -> Bool {
+    package func revokeKey(app: String, id: String, on connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("""
             UPDATE app_keys SET revoked_at = coalesce(revoked_at, herald_now_ms())
             WHERE app_id = \(app) AND id = \(id) RETURNING id
@@ -107,7 +107,7 @@ public struct TenancyStore: Sendable {
     }
 
     /// The live (not revoked) key with this id.
-    func liveKey(id: String, on connection: PostgresConnection) throws -> StoredKey? {
+    package func liveKey(id: String, on connection: PostgresConnection) throws -> StoredKey? {
         let rows = try connection.query(
             "SELECT app_id, role, secret_hash FROM app_keys WHERE id = \(id) AND revoked_at IS NULL")
         guard let row = rows.first, let role = Role(rawValue: try row.decode("role")) else { return nil }

@@ -3,7 +3,7 @@
 /// Decoding is strict: only the 64 characters of the alphabet, no `=`, no white space, no
 /// length that leaves a lone character, and the unused low bits of the last character zero, so
 /// each byte string has exactly one text and a token cannot be altered without changing it.
-public enum Base64URL {
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
     private static let values: [UInt8] = {
         var table = [UInt8](repeating: 0xff, count: 256)
@@ -12,7 +12,7 @@ public enum Base64URL {
     }()
 
     /// The text of `bytes`.
-    public static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
+    package static func encode<Bytes: Collection>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
         let input = Array(bytes)
         var out = [UInt8]()
         out.reserveCapacity((input.count * 4 + 2) / 3)
@@ -36,7 +36,7 @@ public enum Base64URL {
     }
 
     /// The bytes of `text`, or nil when it is not canonical base64url without padding.
-    public static func decode<Text: Collection>(_ text: Text) -> [UInt8]? where Text.Element == UInt8 {
+    package static func decode<Text: Collection>(_ text: Text) -> [UInt8]? where Text.Element == UInt8 {
         let chars = Array(text)
         guard chars.count % 4 != 1 else { return nil }
         var out = [UInt8]()

@@ -3,14 +3,14 @@ import JSON
 import Secrets
 
 /// SPEC §15: the keys an app's backend signs user tokens with (server role).
-enum TokenKeysAPI {
-    static func register(in router: inout Router<Route>) {
+package enum TokenKeysAPI {
+    package static func register(in router: inout Router<Route>) {
         router.add(.post, "/v1/settings/token-keys", Route(access: .server, accepts: Route.json, handler: create))
         router.add(.get, "/v1/settings/token-keys", Route(access: .server, handler: list))
         router.add(.delete, "/v1/settings/token-keys/{kid}", Route(access: .server, handler: delete))
     }
 
-    static func create(_ context: RequestContext) throws -> Response {
+    package static func create(_ context: RequestContext) throws -> Response {
         // A misspelt field (`publickey`) must not make a key of another kind than meant.
         let body = try context.request.jsonObject(fields: ["alg", "publicKey"])
         guard case .string(let name)? = body["alg"], let algorithm = UserToken.Algorithm(rawValue: name) else {
@@ -35,7 +35,7 @@ enum TokenKeysAPI {
 
     /// An RS256 key must be RSA of at least 2048 bits, an ES256 key EC on P-256; HS256 secrets are
     /// Herald's to make. The PEM is stored as given (it is public).
-    static func checkedPublicKey(_ pem: String?, algorithm: UserToken.Algorithm) throws(HTTPError) -> String? {
+    package static func checkedPublicKey(_ pem: String?, algorithm: UserToken.Algorithm) throws(HTTPError) -> String? {
         switch algorithm {
         case .hs256:
             guard pem == nil else {
@@ -61,12 +61,12 @@ enum TokenKeysAPI {
         }
     }
 
-    static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: RequestContext) throws -> Response {
         let keys = try context.services.database.withConnection { try TokenKeyStore().list(app: context.app, on: $0) }
         return .json(ListPage(items: keys))
     }
 
-    static func delete(_ context: RequestContext) throws -> Response {
+    package static func delete(_ context: RequestContext) throws -> Response {
         let kid = context.parameter("kid")
         guard try context.services.database.withConnection({ try TokenKeyStore().delete(app: context.app, kid: kid, on: $0) }) else {
             throw HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no such token key", params: ["field": "kid"])

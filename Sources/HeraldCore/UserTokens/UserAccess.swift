@@ -3,22 +3,22 @@ import JSON
 import Locking
 
 /// `userRateLimit` (SPEC §15): a token bucket per user, `burst` deep, refilled at `perSecond`.
-public struct UserRateLimit: Sendable, Equatable {
-    public var perSecond: Double
-    public var burst: Int
+package struct UserRateLimit: Sendable, Equatable {
+    package var perSecond: Double
+    package var burst: Int
 
-    public static let `default` = UserRateLimit(perSecond: 20, burst: 40)
-    static let maxPerSecond: Double = 100_000
+    package static let `default` = UserRateLimit(perSecond: 20, burst: 40)
+    package static let maxPerSecond: Double = 100_000
     /// One request in 1,000 s: slower rates are refused (their bucket arithmetic would overflow).
-    static let minPerSecond = 0.001
-    static let maxBurst = 100_000
+    package static let minPerSecond = 0.001
+    package static let maxBurst = 100_000
 
-    public var json: JSONValue {
+    package var json: JSONValue {
         .object(["perSecond": perSecond == perSecond.rounded() ? .int(Int(perSecond)) : .double(perSecond), "burst": .int(burst)])
     }
 
     /// Merges a PATCH of `userRateLimit`; `400 ERR_INVALID_PREFERENCE` naming the field otherwise.
-    mutating func apply(patch: JSONValue, field: String) throws(HTTPError) {
+    package mutating func apply(patch: JSONValue, field: String) throws(HTTPError) {
         guard case .object(let object) = patch else {
             throw PreferenceField.invalid("\(field) must be {\"perSecond\", \"burst\"}", field: field)
         }
@@ -51,24 +51,24 @@ public struct UserRateLimit: Sendable, Equatable {
 
 /// `corsOrigins` (SPEC §15): the web origins whose pages may call `/v1/me/…` with a user token,
 /// and the CORS headers Herald answers them with (no credentials: the token is a header).
-public enum CORS {
-    static let maxCount = 100
+package enum CORS {
+    package static let maxCount = 100
     /// The request headers a page may send.
-    static let allowedHeaders = "Authorization, Content-Type, X-Request-Id"
+    package static let allowedHeaders = "Authorization, Content-Type, X-Request-Id"
     /// The response headers a page may read besides the simple ones.
-    static let exposedHeaders = "Retry-After, WWW-Authenticate, X-Request-Id"
+    package static let exposedHeaders = "Retry-After, WWW-Authenticate, X-Request-Id"
     /// How long a browser may keep a preflight's answer.
-    static let maxAgeSeconds = 600
+    package static let maxAgeSeconds = 600
 
     /// The headers of a response to an allowed origin.
-    static func allow(_ origin: String) -> [String: String] {
+    package static func allow(_ origin: String) -> [String: String] {
         ["Access-Control-Allow-Origin": origin, "Access-Control-Expose-Headers": exposedHeaders, "Vary": "Origin"]
     }
 
     /// The answer to a preflight (`OPTIONS` with `Access-Control-Request-Method`) for a user
     /// route: 204 with the methods of the path when the origin is listed by some app and the
     /// method is one of them, else 403 without CORS headers (the browser then refuses the call).
-    static func preflight(origin: String, method: String, allowed: [HTTPMethod], originListed: Bool) -> Response {
+    package static func preflight(origin: String, method: String, allowed: [HTTPMethod], originListed: Bool) -> Response {
         guard originListed, allowed.contains(HTTPMethod(method)) else {
             var response = HTTPError(status: 403, code: "AUTH_ERR_NO_ACCESS",
                                      message: originListed ? "this method is not served on this path" : "no app allows this origin").response
@@ -83,7 +83,7 @@ public enum CORS {
 
     /// Whether `text` is an origin as browsers send it: `http` or `https`, `://`, a lower-case
     /// host name or address, an optional port, and nothing after (no path, no trailing `/`).
-    static func isOrigin(_ text: String) -> Bool {
+    package static func isOrigin(_ text: String) -> Bool {
         let scalars = Array(text.unicodeScalars)
         guard scalars.count <= 253 + 14 else { return false }
         let rest: Substring
@@ -104,7 +104,7 @@ public enum CORS {
     }
 
     /// Validates a PATCH of `corsOrigins`: a list of distinct origins.
-    static func validate(_ value: JSONValue, field: String) throws(HTTPError) -> [String] {
+    package static func validate(_ value: JSONValue, field: String) throws(HTTPError) -> [String] {
         guard case .array(let items) = value else { throw PreferenceField.invalid("\(field) must be a list of origins", field: field) }
         guard items.count <= maxCount else {
             throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "\(field) holds at most \(maxCount) origins",
@@ -123,13 +123,13 @@ public enum CORS {
 }
 
 /// An app's settings that user requests need, read with the token's key in one query.
-struct UserAccessSettings: Sendable, Equatable {
-    var corsOrigins: [String] = []
-    var rateLimit = UserRateLimit.default
+package struct UserAccessSettings: Sendable, Equatable {
+    package var corsOrigins: [String] = []
+    package var rateLimit = UserRateLimit.default
 
     /// From the stored settings' JSON texts (nil when the app has stored none); a damaged part
     /// falls back to its default.
-    init(corsOrigins: String?, userRateLimit: String?) {
+    package init(corsOrigins: String?, userRateLimit: String?) {
         if let text = corsOrigins, let value = try? JSONParser.parse(Array(text.utf8)),
            let origins = try? CORS.validate(value, field: "corsOrigins") {
             self.corsOrigins = origins
@@ -146,25 +146,25 @@ struct UserAccessSettings: Sendable, Equatable {
 /// sweep, buckets that have refilled (or sat idle for `idleHorizonSeconds`, whatever their rate)
 /// are dropped, so a sweep's cost is spread over the insertions that made it necessary; beyond
 /// `maxBuckets` the table starts afresh (every user then gets a full bucket once).
-final class UserRateLimiter: Sendable {
+package final class UserRateLimiter: Sendable {
     private struct Bucket {
-        var tokens: Double
-        var updated: UInt64
+        package var tokens: Double
+        package var updated: UInt64
         /// When the bucket is full again, or the idle horizon ends, whichever is sooner.
-        var forgettableAt: UInt64
+        package var forgettableAt: UInt64
     }
 
     private struct Table {
-        var buckets: [String: Bucket] = [:]
-        var nextSweep: Int
+        package var buckets: [String: Bucket] = [:]
+        package var nextSweep: Int
     }
 
-    static let idleHorizonSeconds: Double = 3600
+    package static let idleHorizonSeconds: Double = 3600
     private let table: Lock<Table>
     private let sweepAbove: Int
     private let maxBuckets: Int
 
-    init(sweepAbove: Int = 100_000, maxBuckets: Int = 1_000_000) {
+    package init(sweepAbove: Int = 100_000, maxBuckets: Int = 1_000_000) {
         self.sweepAbove = sweepAbove
         self.maxBuckets = maxBuckets
         table = Lock(Table(nextSweep: sweepAbove))
@@ -172,7 +172,7 @@ final class UserRateLimiter: Sendable {
 
     /// Takes one token of `user`'s bucket; nil when allowed, else the seconds until one is back
     /// (at most a day).
-    func take(app: String, uid: String, limit: UserRateLimit, now: UInt64 = monotonicNanoseconds()) -> Int? {
+    package func take(app: String, uid: String, limit: UserRateLimit, now: UInt64 = monotonicNanoseconds()) -> Int? {
         let key = app + "\u{1F}" + uid
         let rate = max(limit.perSecond, UserRateLimit.minPerSecond)
         return table.withLock { table -> Int? in
@@ -196,5 +196,5 @@ final class UserRateLimiter: Sendable {
     }
 
     /// How many buckets the table holds (for tests).
-    var count: Int { table.withLock { $0.buckets.count } }
+    package var count: Int { table.withLock { $0.buckets.count } }
 }

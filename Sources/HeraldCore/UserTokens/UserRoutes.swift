@@ -5,13 +5,13 @@ import HTTPServer
 /// made from the router's table after every capability registered its routes, so a user route
 /// added later is mirrored without a second declaration (and `OpenAPIDocument` mirrors its
 /// documentation the same way).
-enum UserRoutes {
-    static let userPrefix = "/v1/users/{uid}/"
-    static let mirrorPrefix = "/v1/me/"
-    static let uidParameter = "uid"
+package enum UserRoutes {
+    package static let userPrefix = "/v1/users/{uid}/"
+    package static let mirrorPrefix = "/v1/me/"
+    package static let uidParameter = "uid"
 
     /// Adds the mirror of every user route registered so far.
-    static func mirror(in router: inout Router<Route>) {
+    package static func mirror(in router: inout Router<Route>) {
         for entry in router.entries where entry.pattern.hasPrefix(userPrefix) {
             let route = entry.value
             router.add(entry.method, mirrorPath(of: entry.pattern),
@@ -20,16 +20,16 @@ enum UserRoutes {
     }
 
     /// `/v1/users/{uid}/threads` → `/v1/me/threads`.
-    static func mirrorPath(of pattern: String) -> String {
+    package static func mirrorPath(of pattern: String) -> String {
         mirrorPrefix + pattern.dropFirst(userPrefix.count)
     }
 
-    static func isMirror(_ pattern: String) -> Bool {
+    package static func isMirror(_ pattern: String) -> Bool {
         pattern.hasPrefix(mirrorPrefix)
     }
 
     /// A user route's answer varies with `Origin`; an allowed origin may read it.
-    static func addCORSHeaders(_ response: inout Response, origin: String?) {
+    package static func addCORSHeaders(_ response: inout Response, origin: String?) {
         if let origin {
             for (name, value) in CORS.allow(origin).sorted(by: { $0.key < $1.key }) where name != "Vary" && response.header(name) == nil {
                 response.headers.append((name, value))

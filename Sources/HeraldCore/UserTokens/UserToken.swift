@@ -5,27 +5,27 @@ import Secrets
 /// A user token (SPEC §15): a JWT in compact JWS form, `header.claims.signature`, each part
 /// base64url. Parsing checks the form only; `verify` checks the signature against the key its
 /// `kid` names and then the claims. Pure: the key and the time are given.
-public struct UserToken: Sendable {
+package struct UserToken: Sendable {
     /// The algorithms a token key may have; a token's `alg` must be its key's.
-    public enum Algorithm: String, Sendable, CaseIterable {
+    package enum Algorithm: String, Sendable, CaseIterable {
         case hs256 = "HS256", rs256 = "RS256", es256 = "ES256"
     }
 
     /// The key a token is checked against, with what a key's row holds.
-    public struct Key: Sendable {
-        public enum Material: Sendable {
+    package struct Key: Sendable {
+        package enum Material: Sendable {
             /// HS256: the secret string's UTF-8 bytes.
             case secret([UInt8])
             /// RS256 or ES256.
             case publicKey(PublicKey)
         }
 
-        public let kid: String
-        public let app: String
-        public let algorithm: Algorithm
-        public let material: Material
+        package let kid: String
+        package let app: String
+        package let algorithm: Algorithm
+        package let material: Material
 
-        public init(kid: String, app: String, algorithm: Algorithm, material: Material) {
+        package init(kid: String, app: String, algorithm: Algorithm, material: Material) {
             self.kid = kid
             self.app = app
             self.algorithm = algorithm
@@ -36,41 +36,41 @@ public struct UserToken: Sendable {
     /// Why a token was refused: `invalid` → `401 AUTH_ERR_TOKEN_INVALID`, `expired` (or not yet
     /// valid) → `401 AUTH_ERR_TOKEN_EXPIRED`. The reason is a sentence for the caller; it never
     /// holds key material.
-    public enum Rejection: Error, Sendable, Equatable {
+    package enum Rejection: Error, Sendable, Equatable {
         case invalid(String)
         case expired(String)
     }
 
     /// What a verified token grants.
-    public struct Grant: Sendable, Equatable {
-        public let uid: String
-        public let app: String
-        public let kid: String
+    package struct Grant: Sendable, Equatable {
+        package let uid: String
+        package let app: String
+        package let kid: String
     }
 
     /// Clock skew tolerated on `exp`, `nbf` and `iat`.
-    public static let leewaySeconds: Double = 60
+    package static let leewaySeconds: Double = 60
     /// The longest life a token may claim: `exp` at most this long after `iat` (or now).
-    public static let maxLifetimeSeconds: Double = 7 * 24 * 3600
+    package static let maxLifetimeSeconds: Double = 7 * 24 * 3600
     /// Longer texts are refused before any decoding.
-    public static let maxLength = 8192
+    package static let maxLength = 8192
 
     /// The header's `kid`, naming the key.
-    public let kid: String
+    package let kid: String
     /// The header's `alg`, as written.
-    public let algorithm: String
-    let signingInput: [UInt8]
-    let signature: [UInt8]
-    let claims: [String: JSONValue]
+    package let algorithm: String
+    package let signingInput: [UInt8]
+    package let signature: [UInt8]
+    package let claims: [String: JSONValue]
 
     /// Whether a bearer token has the form of a JWS (three parts): such a token is checked as a
     /// user token, anything else as an API key.
-    public static func looksLikeJWT(_ token: String) -> Bool {
+    package static func looksLikeJWT(_ token: String) -> Bool {
         token.utf8.lazy.filter { $0 == UInt8(ascii: ".") }.count == 2
     }
 
     /// Splits and decodes a compact JWS; any deviation from its form is `invalid`.
-    public static func parse(_ token: String) throws(Rejection) -> UserToken {
+    package static func parse(_ token: String) throws(Rejection) -> UserToken {
         let bytes = Array(token.utf8)
         guard bytes.count <= maxLength else { throw .invalid("the token is longer than \(maxLength) bytes") }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
@@ -102,7 +102,7 @@ public struct UserToken: Sendable {
     }
 
     /// Checks the signature with `key`, then the claims at time `now` (epoch seconds).
-    public func verify(with key: Key, now: Double) throws(Rejection) -> Grant {
+    package func verify(with key: Key, now: Double) throws(Rejection) -> Grant {
         guard algorithm == key.algorithm.rawValue else { throw .invalid("alg does not match the key's algorithm") }
         let signed: Bool
         switch key.material {

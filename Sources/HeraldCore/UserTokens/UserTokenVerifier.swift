@@ -7,12 +7,12 @@ import Secrets
 /// Checks user tokens (SPEC §15) against the keys in `token_keys`: one indexed read per token
 /// (so a deleted key is refused from the next request on, on every instance), the parsed public
 /// keys cached by kid (a kid's key never changes; kids are never reused).
-final class UserTokenVerifier: Sendable {
+package final class UserTokenVerifier: Sendable {
     /// A refused token, with its app's settings when the signature verified (an expired token of
     /// an allowed origin still gets CORS headers, so the page can read the 401 and refresh).
-    struct Failure: Error {
-        let rejection: UserToken.Rejection
-        let access: UserAccessSettings?
+    package struct Failure: Error {
+        package let rejection: UserToken.Rejection
+        package let access: UserAccessSettings?
     }
 
     private let store = TokenKeyStore()
@@ -20,7 +20,7 @@ final class UserTokenVerifier: Sendable {
     private static let maxCachedKeys = 10_000
 
     /// The grant of a valid token and its app's settings for user requests.
-    func verify(_ text: String, database: PostgresPool, now: Double = Date().timeIntervalSince1970) throws
+    package func verify(_ text: String, database: PostgresPool, now: Double = Date().timeIntervalSince1970) throws
         -> (grant: UserToken.Grant, access: UserAccessSettings) {
         let token: UserToken
         do { token = try UserToken.parse(text) } catch { throw Failure(rejection: error, access: nil) }
