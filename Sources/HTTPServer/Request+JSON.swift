@@ -54,11 +54,6 @@ extension Request {
 }
 
 extension HTTPError {
-    /// `400 ERR_BAD_REQUEST` for a body that is not JSON, saying why and where.
-    public static func invalidJSON(_ error: JSONParser.SyntaxError) -> HTTPError {
-        .badRequest("body is not valid JSON: \(error.message) at byte \(error.offset)", field: error.field)
-    }
-
     /// Turns a `DecodingError` into a 400 naming the field's path.
     public static func fromDecoding(_ error: DecodingError) -> HTTPError {
         switch error {

@@ -1,6 +1,9 @@
 import Postgres
 import Glibc
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 import Secrets
 
 /// W8: direct delivery (SPEC §13.4) to local receivers that speak the real protocols over TLS.

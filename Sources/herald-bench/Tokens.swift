@@ -1,5 +1,8 @@
 import Glibc
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 import Secrets
 
 extension Bench {

@@ -1,5 +1,8 @@
 import Glibc
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 
 // Everything lives in HeraldCore; the executable only hands over the process's arguments.
 var environment: [String: String] = [:]

@@ -1,5 +1,8 @@
 import Foundation
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 import HTTPServer
 @testable import HeraldTestSupport
 import Secrets

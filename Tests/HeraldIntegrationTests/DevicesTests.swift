@@ -1,5 +1,8 @@
 import Foundation
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 @testable import HeraldTestSupport
 import Secrets
 import Testing

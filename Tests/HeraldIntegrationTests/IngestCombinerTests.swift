@@ -1,5 +1,8 @@
 import Foundation
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 import Postgres
 @testable import HeraldTestSupport
 import Testing

@@ -1,5 +1,8 @@
 import Foundation
-import HeraldCore
+import HeraldAPI
+import HeraldApp
+import HeraldDomain
+import HeraldStore
 @testable import HeraldTestSupport
 import Testing
 
@@ -19,7 +22,7 @@ struct MetricsTests {
         defer { server.shutdown() }
         // Its built-in delivery would claim and ack the jobs of other suites' webhook apps and
         // move the counters this test reads: this server only answers the test's requests.
-        server.service.services.delivery.stop()
+        server.delivery.stop()
         let client = HTTPClient(port: server.port)
         let app = try environment.makeApp(prefix: "metrics")
 

@@ -1,5 +1,8 @@
 import Foundation
-@testable import HeraldCore
+@testable import HeraldAPI
+@testable import HeraldApp
+@testable import HeraldDomain
+@testable import HeraldStore
 @testable import HeraldTestSupport
 import Secrets
 import Testing

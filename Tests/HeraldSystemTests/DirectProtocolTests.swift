@@ -1,6 +1,9 @@
 import Foundation
 import Glibc
-@testable import HeraldCore
+@testable import HeraldAPI
+@testable import HeraldApp
+@testable import HeraldDomain
+@testable import HeraldStore
 @testable import HeraldTestSupport
 import HTTPClient
 import Secrets

@@ -1,4 +1,7 @@
-@testable import HeraldCore
+@testable import HeraldAPI
+@testable import HeraldApp
+@testable import HeraldDomain
+@testable import HeraldStore
 import HTTPServer
 import Postgres
 import Synchronization

@@ -1,4 +1,7 @@
-@testable import HeraldCore
+@testable import HeraldAPI
+@testable import HeraldApp
+@testable import HeraldDomain
+@testable import HeraldStore
 import Testing
 
 /// SPEC §17's hold rule as one routing pass applies it (`DigestWindows.holds`), without a database.

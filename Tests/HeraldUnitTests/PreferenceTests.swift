@@ -1,6 +1,9 @@
 import HTTPServer
 import JSON
-@testable import HeraldCore
+@testable import HeraldAPI
+@testable import HeraldApp
+@testable import HeraldDomain
+@testable import HeraldStore
 import Testing
 
 @Suite("Preferences")

@@ -1,0 +1,123 @@
+import HeraldDomain
+import HeraldStore
+import HTTPServer
+import Postgres
+import Dispatch
+import Synchronization
+import JSON
+
+/// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
+package enum IngestAPI {
+    package static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
+        router.add(.post, "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { context in
+            try limiter.run { try ingest(context) }
+        })
+        router.add(.get, "/v1/events/rejected", Route(access: .server, handler: listRejected))
+    }
+
+    package static func ingest(_ context: RequestContext) throws -> Response {
+        let request = context.request
+        let items = try EventParser.parse(body: request.body, mediaType: request.mediaType, header: { request.header($0) })
+        let services = context.services
+        let applied = try services.ingestCombiner.apply(items, app: context.app)
+        let (outcomes, jobsProduced) = (applied.outcomes, applied.jobsProduced)
+        if outcomes.contains(where: { $0.status == .accepted }) {
+            services.fanout.wake()
+            services.jobWaiter.wake(app: context.app)
+            services.delivery.wake(app: context.app)
+            services.inboxRefresher.wake()
+        }
+        let result = IngestResult(outcomes: outcomes)
+        services.metrics.add(.eventsAccepted, result.accepted)
+        services.metrics.add(.eventsDuplicate, result.duplicates)
+        services.metrics.add(.eventsRejected, result.rejected)
+        services.metrics.add(.jobsProduced, jobsProduced)
+        var response = Response.json(result)
+        // The events' traces (their valid traceparent attributes), so the bus's trace finds this request.
+        let traces = EventParser.traceparents(items)
+        if !traces.isEmpty { response.logFields["eventTraceparents"] = .array(traces.map(JSONValue.string)) }
+        return response
+    }
+
+    /// Rejected events, newest first, built as JSON by PostgreSQL.
+    package static func listRejected(_ context: RequestContext) throws -> Response {
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let before = try list.integerPosition(kind: "rejected")
+        let services = context.services
+        let rows = try services.database.withConnection { connection in
+            try connection.query("""
+                SELECT seq, jsonb_build_object('id', id, 'source', source, 'type', type, 'error', error,
+                                               'receivedAt', received_at, 'event', event)::text
+                  FROM rejected_events
+                 WHERE app = \(context.app) AND (\(before)::bigint IS NULL OR seq < \(before))
+                 ORDER BY seq DESC LIMIT \(list.limit + 1)
+                """)
+        }
+        return try list.page(rows, kind: "rejected")
+    }
+}
+
+/// Bounds how many requests of one kind run at once. One that finds every slot taken waits for
+/// one, up to `queueMilliseconds`, so a burst queues briefly instead of being refused while the
+/// database keeps up; only `maxWaiting` wait at once (the other threads stay free for other
+/// routes), and past either bound the answer is `429 ERR_OVERLOADED` + `Retry-After`.
+package final class InFlightLimiter: Sendable {
+    package let limit: Int
+    package let maxWaiting: Int
+    package let queueMilliseconds: Int
+    private let slots: DispatchSemaphore
+    private let waiting = Atomic<Int>(0)
+
+    package init(limit: Int, maxWaiting: Int = 0, queueMilliseconds: Int = 0) {
+        self.limit = max(1, limit)
+        self.maxWaiting = max(0, maxWaiting)
+        self.queueMilliseconds = max(0, queueMilliseconds)
+        slots = DispatchSemaphore(value: self.limit)
+    }
+
+    package func run<T>(_ body: () throws -> T) throws -> T {
+        if slots.wait(timeout: .now()) == .timedOut {
+            let queued = waiting.add(1, ordering: .relaxed).newValue
+            defer { waiting.subtract(1, ordering: .relaxed) }
+            guard queued <= maxWaiting, queueMilliseconds > 0,
+                  slots.wait(timeout: .now() + .milliseconds(queueMilliseconds)) == .success else {
+                throw HTTPError.overloaded()
+            }
+        }
+        defer { slots.signal() }
+        return try body()
+    }
+}
+
+/// `POST /v1/events`: the counts, and each event's outcome in the order sent.
+package struct IngestResult: JSONWritable {
+    package let outcomes: [IngestStore.Outcome]
+    package let accepted: Int, duplicates: Int, rejected: Int
+
+    package init(outcomes: [IngestStore.Outcome]) {
+        self.outcomes = outcomes
+        accepted = outcomes.count { $0.status == .accepted }
+        duplicates = outcomes.count { $0.status == .duplicate }
+        rejected = outcomes.count { $0.status == .rejected }
+    }
+
+    package func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("accepted", accepted)
+            body.field("duplicates", duplicates)
+            body.field("rejected", rejected)
+            body.field("results") { results in
+                results.array { list in
+                    for outcome in outcomes {
+                        list.object { item in
+                            item.field("id", outcome.id)
+                            item.field("source", outcome.source)
+                            item.field("status", outcome.status.rawValue)
+                            if let error = outcome.error { item.field("error", error.errorJSON) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

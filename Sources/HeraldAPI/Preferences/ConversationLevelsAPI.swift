@@ -1,0 +1,109 @@
+import HeraldDomain
+import HeraldStore
+import HTTPServer
+import Postgres
+import JSON
+
+/// SPEC §18: a user's level for one conversation (`all`, `mentions`, `nothing`), which replaces
+/// their `messages`, `replies` and `quotedReplies` preferences there in routing
+/// (`Routing.decide`). Server role, mirrored under `/v1/me/…` (`UserRoutes`); every change is a
+/// `conversationLevel` feed item (the table's trigger, sql/0027).
+package enum ConversationLevelsAPI {
+    package static func register(in router: inout Router<Route>) {
+        let path = "/v1/users/{uid}/conversations/{conversationId}/level"
+        router.add(.put, path, Route(access: .server, accepts: Route.json, handler: put))
+        router.add(.delete, path, Route(access: .server, handler: delete))
+        router.add(.get, "/v1/users/{uid}/conversation-levels", Route(access: .server, handler: list))
+    }
+
+    package static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no level is set for this conversation",
+                                    params: ["field": "conversationId"])
+
+    /// The item of the answer, the list and the console: `{conversationId, level, updatedAt}`.
+    package static let itemJSON: SQL = "jsonb_build_object('conversationId', l.conversation_id, 'level', l.level, 'updatedAt', l.updated_at)::text"
+
+    /// The user and the conversation of the path; 403 unless the user is in the conversation now
+    /// (a current member of its group, or one of its two users).
+    package static func target(_ context: RequestContext, on connection: PostgresConnection) throws -> (uid: String, conversation: String) {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
+        guard conversation.hasPrefix("group_") || conversation.contains("_user_") else {
+            throw HTTPError.badRequest("conversationId must be group_<guid> or <uidA>_user_<uidB> (SPEC §1)", field: "conversationId")
+        }
+        guard try isMember(app: context.app, uid: uid, conversation: conversation, on: connection) else {
+            throw SubscriptionStore.noAccess
+        }
+        return (uid, conversation)
+    }
+
+    /// Whether `uid` is in conversation `id` (SPEC §1's form: `group_<guid>`, or `<a>_user_<b>`
+    /// with the two uids sorted) now.
+    package static func isMember(app: String, uid: String, conversation id: String, on connection: PostgresConnection) throws -> Bool {
+        if id.hasPrefix("group_") {
+            // the one "can see this conversation now" rule of pins (a current member of the group)
+            let rows = try connection.query("""
+                SELECT \(Visibility.access("c", uid: "\(uid)"))
+                  FROM (SELECT \(app)::text AS app, \(String(id.dropFirst("group_".count)))::text AS group_id, NULL::text AS user_a, NULL::text AS user_b) c
+                """)
+            return try rows[0].decode(0, as: Bool.self)
+        }
+        // one of the two users: the id is the pair's, whichever side the user sorts to
+        if id.hasPrefix(uid + "_user_"), Conversation.oneOnOne(uid, String(id.dropFirst(uid.count + 6))).id == id { return true }
+        if id.hasSuffix("_user_" + uid), Conversation.oneOnOne(uid, String(id.dropLast(uid.count + 6))).id == id { return true }
+        return false
+    }
+
+    package static func put(_ context: RequestContext) throws -> Response {
+        let object = try context.request.jsonObject(fields: ["level"])
+        guard let text = object["level"]?.stringValue, let level = Routing.ConversationLevel(rawValue: text) else {
+            throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "level must be \"all\", \"mentions\" or \"nothing\"",
+                            params: ["field": "level"])
+        }
+        let rows = try context.services.database.withConnection { connection in
+            let (uid, conversation) = try target(context, on: connection)
+            // the same level again is no change: its time and the feed stay as they were
+            return try connection.query("""
+                WITH put AS (
+                    INSERT INTO conversation_levels AS l (app, uid, conversation_id, level, updated_at)
+                    VALUES (\(context.app), \(uid), \(conversation), \(level.rawValue), herald_now_ms())
+                    ON CONFLICT (app, uid, conversation_id) DO UPDATE SET level = EXCLUDED.level, updated_at = EXCLUDED.updated_at
+                     WHERE l.level <> EXCLUDED.level
+                    RETURNING l.*
+                )
+                SELECT \(itemJSON) FROM put l
+                UNION ALL
+                SELECT \(itemJSON) FROM conversation_levels l
+                 WHERE l.app = \(context.app) AND l.uid = \(uid) AND l.conversation_id = \(conversation) AND NOT EXISTS (SELECT 1 FROM put)
+                """)
+        }
+        return .json(RawJSON(try rows[0].decode(0, as: String.self)))
+    }
+
+    package static func delete(_ context: RequestContext) throws -> Response {
+        let deleted = try context.services.database.withConnection { connection in
+            let (uid, conversation) = try target(context, on: connection)
+            return try connection.query("DELETE FROM conversation_levels WHERE app = \(context.app) AND uid = \(uid) AND conversation_id = \(conversation) RETURNING 1").count
+        }
+        guard deleted > 0 else { throw notFound }
+        return .noContent()
+    }
+
+    /// Newest change first (`updatedAt`, then the conversation id, both descending).
+    package static func list(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let list = try ListParameters(context.request, defaultLimit: 100)
+        let after = try PinsAPI.position(list, kind: "conversation-levels")
+        let rows = try context.services.database.withConnection { connection in
+            try connection.query("""
+                SELECT l.updated_at || '/' || l.conversation_id, \(itemJSON)
+                  FROM conversation_levels l
+                 WHERE l.app = \(context.app) AND l.uid = \(uid)
+                   AND (\(after?.at)::bigint IS NULL OR l.updated_at < \(after?.at)
+                        OR (l.updated_at = \(after?.at) AND l.conversation_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
+                 ORDER BY l.updated_at DESC, l.conversation_id COLLATE "C" DESC
+                 LIMIT \(list.limit + 1)
+                """)
+        }
+        return try list.page(rows, kind: "conversation-levels")
+    }
+}

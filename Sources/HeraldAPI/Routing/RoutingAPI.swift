@@ -1,0 +1,329 @@
+import HeraldDomain
+import HeraldStore
+import HTTPServer
+import Postgres
+import JSON
+
+/// SPEC §8.2: `GET /v1/users/{uid}/messages/{messageId}/routing` — why a user did or did not get
+/// a push for a message (server role).
+package enum RoutingAPI {
+    package static func register(in router: inout Router<Route>) {
+        router.add(.get, "/v1/users/{uid}/messages/{messageId}/routing", Route(access: .server, handler: explain))
+    }
+
+    package static func explain(_ context: RequestContext) throws -> Response {
+        let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
+        let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
+        let app = context.app
+        // `?event=<source>/<id>` picks one of the message's events (SPEC §11): its creation, an
+        // edit of it, or a reaction to it. Sources and ids may hold '/', so the text is matched whole.
+        let event = context.request.query["event"]
+        if let event, event.isEmpty || event.utf8.count > 513 {
+            throw HTTPError.badRequest("event must be <source>/<id>", params: ["field": "event"])
+        }
+        let explanation = try context.services.database.withConnection { connection -> RoutingExplanation in
+            if let event, let reaction = try explainReaction(app: app, uid: uid, messageID: messageID, event: event, on: connection) {
+                return reaction
+            }
+            if let event, let edit = try explainEdit(app: app, uid: uid, messageID: messageID, event: event, on: connection) {
+                return edit
+            }
+            let rows = try connection.query("""
+                SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
+                       m.category, m.send_notification, m.mentions_all, m.quoted_sender,
+                       CASE WHEN m.group_id IS NULL THEN \(uid) IN (m.user_a, m.user_b)
+                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                            WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = \(uid)), false) END AS has_access,
+                       s.subscribed,
+                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = \(uid)) AS mentioned,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = \(uid)) AS preferences,
+                       \(Fanout.mutedUntilOf(uid: "\(uid)", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until,
+                       (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
+                         WHERE j.app = \(app) AND j.recipient = \(uid) AND j.message_id = m.id AND j.event_id IS NULL
+                         ORDER BY j.id LIMIT 1) AS job,
+                       s.since, s.manual_at, s.unsubscribed_at, s.tracked, m.event_source, m.event_id,
+                       \(Fanout.levelOf(uid: "\(uid)", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                       ap.applied_at, \(DigestExplanation.column(app: app, uid: uid))
+                  FROM messages m
+                  LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(uid) AND s.thread_id = coalesce(m.parent_id, m.id)
+                  -- when Herald applied the message's event (kept as long as dedupe keeps it)
+                  LEFT JOIN LATERAL (SELECT e.received_at AS applied_at FROM events e
+                                      WHERE e.app = \(app) AND e.source = m.event_source AND e.id = m.event_id) ap ON true
+                 WHERE m.app = \(app) AND m.id = \(messageID) AND m.created_seen AND m.deleted_at IS NULL
+                """)
+            guard let row = rows.first else {
+                throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
+                                params: ["field": "messageId"])
+            }
+            if let event, event != (try row.decode("event_source", as: String?.self) ?? "") + "/" + (try row.decode("event_id", as: String?.self) ?? "") {
+                throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "the message has no such event (its creation, an edit, or a reaction to it)",
+                                params: ["field": "event"])
+            }
+            let sender = try row.decode("sender", as: String.self)
+            let groupID = try row.decode("group_id", as: String?.self)
+            let conversation = try groupID.map(Conversation.group)
+                ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
+            let message = DomainEvent.MessageCreated(
+                id: messageID, sender: sender, conversation: conversation, parentID: try row.decode("parent_id"), parentSender: nil,
+                sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil, text: nil,
+                mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil, quotedSender: try row.decode("quoted_sender"),
+                sendNotification: try row.decode("send_notification"))
+            let settings = try PreferenceStore().settings(app: app, on: connection)
+            let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+            // As of the message, as its fan-out judged it (SPEC §4).
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                                                         asOf: message.sentAt)
+            var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("mentioned"),
+                                     preferences: preferences, settings: settings,
+                                     mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds(),
+                                     level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+            input.hasAccess = try row.decode("has_access", as: Bool.self)
+            if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
+                input.stale = settings.isStale(eventTime: message.sentAt, now: appliedAt)
+            }
+            let decision = Routing.decide(input)
+            var steps = decision.steps
+            var notified = decision.notified
+            var reason = decision.code
+            var jobID: String?
+            if let (id, jobReason) = try producedJob(row) {
+                steps.insert("job \(id) was produced when the message arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
+                notified = true
+                reason = jobReason
+                jobID = id
+            } else if case .notified(let routed) = decision.outcome, Routing.isDigestible(routed, isReply: input.isReply),
+                      let digest = try DigestExplanation(row) {
+                // SPEC §17: held for the recipient's digest of the thread
+                steps.append(digest.step)
+                (notified, reason, jobID) = (digest.notified, digest.reason, digest.jobID)
+            } else if decision.notified {
+                steps.insert("no job was produced when the message arrived (it predates a preference change, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
+            }
+            return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
+        }
+        return .json(explanation)
+    }
+}
+
+extension RoutingAPI {
+    /// The job the decision produced, from an explain query's `job` column
+    /// (`{"id", "reason"}` as text), if there was one.
+    package static func producedJob(_ row: PostgresRow) throws -> (id: String, reason: String)? {
+        guard let text = try row.decode("job", as: String?.self), let job = try? JSONParser.parse(Array(text.utf8)),
+              case .string(let id)? = job["id"], case .string(let reason)? = job["reason"] else { return nil }
+        return (id, reason)
+    }
+
+    /// The decision for `uid` of the edit of `messageID` whose message.edited is `event`
+    /// (`<source>/<id>`), as its jobs were decided (`Fanout.runEdits`, then `Updates.make`); nil
+    /// when no version of the message came from that event. The job the event made for the user
+    /// answers when there is one: a newly mentioned user's mention job, or the update of a push
+    /// they already had (SPEC §11.4); else the decision says why not.
+    package static func explainEdit(app: String, uid: String, messageID: String, event: String,
+                            on connection: PostgresConnection) throws -> RoutingExplanation? {
+        let rows = try connection.query("""
+            SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.category, m.send_notification, v.at AS edited_at,
+                   CASE WHEN m.group_id IS NULL THEN \(uid) IN (m.user_a, m.user_b)
+                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                        WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = \(uid)), false) END AS has_access,
+                   -- newly mentioned: in this version's mentions, not in those in force just before it
+                   EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = v.at AND mn.uid = \(uid))
+                     AND NOT coalesce((SELECT \(uid) = ANY (p.mentions) FROM message_versions p
+                                        WHERE p.app = \(app) AND p.message_id = m.id AND p.at < v.at AND p.mentions IS NOT NULL
+                                        ORDER BY p.at DESC LIMIT 1), false) AS newly_mentioned,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
+                   \(Fanout.levelOf(uid: "\(uid)", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = \(uid)) AS preferences,
+                   \(Fanout.mutedUntilOf(uid: "\(uid)", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until,
+                   (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
+                     WHERE j.app = \(app) AND j.recipient = \(uid) AND j.message_id = m.id
+                       AND j.event_source = v.event_source AND j.event_id = v.event_id
+                     ORDER BY j.id LIMIT 1) AS job,
+                   (SELECT e.received_at FROM events e
+                     WHERE e.app = \(app) AND e.source = v.event_source AND e.id = v.event_id) AS applied_at
+              FROM messages m
+              JOIN message_versions v ON v.app = \(app) AND v.message_id = m.id AND v.event_source || '/' || v.event_id = \(event)
+              LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(uid) AND s.thread_id = coalesce(m.parent_id, m.id)
+             WHERE m.app = \(app) AND m.id = \(messageID) AND m.created_seen AND m.deleted_at IS NULL
+            """)
+        guard let row = rows.first else { return nil }
+        let editedAt = try row.decode("edited_at", as: Int64.self)
+        let groupID = try row.decode("group_id", as: String?.self)
+        let conversation = try groupID.map(Conversation.group)
+            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
+        // the edit as Fanout.runEdits routes it: the message at the edit's time
+        let message = DomainEvent.MessageCreated(
+            id: messageID, sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"),
+            parentSender: nil, sentAt: editedAt, category: try row.decode("category", as: String?.self) ?? "message", type: nil,
+            text: nil, mentions: [], mentionsAll: false, quotedMessageID: nil, quotedSender: nil,
+            sendNotification: try row.decode("send_notification"))
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+        let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                     manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                                                     asOf: editedAt)
+        var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("newly_mentioned"),
+                                 preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"),
+                                 now: currentTimeMilliseconds(),
+                                 level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+        input.isEdit = true
+        input.hasAccess = try row.decode("has_access", as: Bool.self)
+        if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
+            input.stale = settings.isStale(eventTime: editedAt, now: appliedAt)
+        }
+        let decision = Routing.decide(input)
+        var steps = decision.steps
+        var notified = decision.notified
+        var reason = decision.code
+        var jobID: String?
+        if let (id, jobReason) = try producedJob(row) {
+            steps.insert(jobReason == "edited"
+                ? "job \(id) updates with the new text a push of the message the recipient already had (reason edited); the steps below are evaluated now"
+                : "job \(id) was produced when the edit arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
+            notified = true
+            reason = jobReason
+            jobID = id
+        } else if decision.notified {
+            steps.insert("no job was produced when the edit arrived (it predates a preference change); the steps below are evaluated now", at: 0)
+        }
+        return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
+    }
+
+    /// The decision for `uid` of the reaction to `messageID` whose reaction.added is `event`
+    /// (`<source>/<id>`), as its jobs were decided (`ReactionJobs.produce`); nil when no
+    /// reaction to the message has that event.
+    package static func explainReaction(app: String, uid: String, messageID: String, event: String,
+                                on connection: PostgresConnection) throws -> RoutingExplanation? {
+        let rows = try connection.query("""
+            SELECT r.reactor, r.group_id, r.user_a, r.user_b, r.added_at, r.removed_at, r.added_source, r.added_event_id,
+                   coalesce(m.sender, r.message_sender) AS author, coalesce(m.parent_id, r.parent_id) AS parent_id,
+                   m.deleted_at IS NOT NULL
+                     OR EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.deleted_at IS NOT NULL
+                                   AND t.parent_id = coalesce(m.parent_id, r.parent_id, r.message_id))
+                     OR EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = \(app) AND d.group_id = r.group_id) AS deleted,
+                   CASE WHEN r.group_id IS NULL THEN \(uid) IN (r.user_a, r.user_b)
+                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1)
+                                              AND (r.added_at >= g.joined_at OR herald_member_at(\(app), r.group_id, \(uid), r.added_at))
+                                         FROM group_members g WHERE g.app = \(app) AND g.group_id = r.group_id AND g.uid = \(uid)), false) END AS has_access,
+                   s.subscribed, s.since, s.manual_at, s.unsubscribed_at,
+                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = \(uid)) AS preferences,
+                   \(Fanout.mutedUntilOf(uid: "\(uid)", group: "r.group_id", other: "r.reactor", app: "\(app)")) AS muted_until,
+                   (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason, 'state', j.state)::text FROM jobs j
+                     WHERE j.app = \(app) AND j.recipient = \(uid) AND j.message_id = r.message_id AND j.subject_id = r.id
+                       AND j.kind = 'reaction' ORDER BY j.id LIMIT 1) AS job,
+                   (SELECT e.received_at FROM events e
+                     WHERE e.app = \(app) AND e.source = r.added_source AND e.id = r.added_event_id) AS applied_at
+              FROM reactions r
+              LEFT JOIN messages m ON m.app = \(app) AND m.id = r.message_id
+              LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(uid) AND s.thread_id = coalesce(m.parent_id, r.parent_id)
+             WHERE r.app = \(app) AND r.message_id = \(messageID) AND r.added_at IS NOT NULL AND r.added_source || '/' || r.added_event_id = \(event)
+            """)
+        guard let row = rows.first else { return nil }
+        // as without `event`: a deleted message (or thread, or group) has nothing to explain
+        if try row.decode("deleted", as: Bool.self) {
+            throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "no such message, or it was deleted",
+                            params: ["field": "messageId"])
+        }
+        let settings = try PreferenceStore().settings(app: app, on: connection)
+        let type: Routing.ConversationType = try row.decode("group_id", as: String?.self) == nil ? .oneOnOne : .group
+        let text = try row.decode("preferences", as: String?.self)
+        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        let addedAt = try row.decode("added_at", as: Int64.self)
+        var input = Routing.ReactionInput()
+        input.common = cache.common(text, type: type, mutedUntil: try row.decode("muted_until"))
+        input.common.isActor = try row.decode("reactor", as: String.self) == uid
+        input.common.hasAccess = try row.decode("has_access")
+        if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
+            input.common.stale = settings.isStale(eventTime: addedAt, now: appliedAt)
+        }
+        input.reactions = cache.effective(text).conversation(type).reactions
+        input.wroteMessage = try row.decode("author", as: String?.self) == uid
+        input.onReply = try row.decode("parent_id", as: String?.self) != nil
+        input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                       manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                                                       judgedAt: addedAt)
+        let decision = Routing.decide(input)
+        var steps = decision.steps
+        var notified = decision.notified
+        var reason = decision.code
+        var jobID: String?
+        let removed = try row.decode("removed_at", as: Int64?.self) != nil
+        if removed { steps.insert("the reaction was removed: its unclaimed jobs were cancelled", at: 0) }
+        if let (id, jobReason) = try producedJob(row) {
+            steps.insert("job \(id) was produced when the reaction arrived (reason \(jobReason)); the steps below are evaluated now", at: 0)
+            notified = true
+            reason = jobReason
+            jobID = id
+        } else if removed {
+            notified = false
+        } else if decision.notified {
+            steps.insert("no job was produced when the reaction arrived (it predates a preference change, it was removed first, or a large-group fan-out is still running); the steps below are evaluated now", at: 0)
+        }
+        return RoutingExplanation(notified: notified, reason: reason, jobID: jobID, steps: steps)
+    }
+}
+
+/// What became of a reply held for the recipient's thread digest (SPEC §17), from the window
+/// that held it (`column`, in an explain query over the message `m`, the user `uid` and the
+/// message's `applied_at`).
+package struct DigestExplanation {
+    package static func column(app: String, uid: String) -> SQL { """
+        (SELECT jsonb_build_object('closed', w.closed_at IS NOT NULL, 'ends', w.ends_at, 'outcome', w.outcome,
+                                   'job', w.digest_job, 'reason', (SELECT j.reason FROM job_rows j WHERE j.id = w.digest_job),
+                                   'included', w.closed_at IS NOT NULL AND EXISTS (
+                                       SELECT 1 FROM herald_digest_held(w.app, w.thread_id, w.uid, w.opened_by, w.opened_at, w.ends_at,
+                                                                        w.max_age_ms, w.read_at, w.read_id) h
+                                        WHERE h.id = m.id))::text
+           FROM digest_windows w
+          WHERE m.parent_id IS NOT NULL AND w.app = \(app) AND w.thread_id = m.parent_id AND w.uid = \(uid) AND w.opened_by <> m.id
+            AND w.opened_at <= ap.applied_at AND ap.applied_at < w.ends_at
+          ORDER BY w.opened_at DESC LIMIT 1) AS digest
+        """
+    }
+
+    package let notified: Bool
+    package let reason: String
+    package let jobID: String?
+    package let step: String
+
+    /// Nil when no window held the message for the user.
+    package init?(_ row: PostgresRow) throws {
+        guard let text = try row.decode("digest", as: String?.self), let window = try? JSONParser.parse(Array(text.utf8)) else { return nil }
+        let ends: Int64 = if case .int(let value)? = window["ends"] { Int64(value) } else { 0 }
+        guard case .bool(true)? = window["closed"] else {
+            (notified, reason, jobID) = (false, Routing.Skip.digestPending.rawValue, nil)
+            step = "held for the recipient's digest of the thread: its window ends at \(ends)"
+            return
+        }
+        if case .string("sent")? = window["outcome"], case .bool(true)? = window["included"], case .int(let job)? = window["job"] {
+            let jobReason: String = if case .string(let name)? = window["reason"] { name } else { "" }
+            (notified, reason, jobID) = (true, jobReason, wireJobID(Int64(job)))
+            step = "held for the recipient's digest of the thread: digest job \(wireJobID(Int64(job))) at the window's end (\(ends)) included it"
+            return
+        }
+        let outcome: String = if case .string(let name)? = window["outcome"], name != "sent" { name } else { Routing.Skip.read.rawValue }
+        (notified, reason, jobID) = (false, outcome, nil)
+        step = outcome == Routing.Skip.read.rawValue
+            ? "held for the recipient's digest of the thread: read or deleted before the window ended (\(ends))"
+            : "held for the recipient's digest of the thread: at the window's end (\(ends)) \(outcome) applied, and nothing was sent"
+    }
+}
+
+/// `GET …/messages/{messageId}/routing` (SPEC §8.2): the decision and its steps.
+package struct RoutingExplanation: JSONWritable {
+    package let notified: Bool
+    /// The job's reason when notified, else the skip code.
+    package let reason: String
+    package let jobID: String?
+    package let steps: [String]
+
+    package func write(to writer: inout JSONWriter) {
+        writer.object { body in
+            body.field("notified", notified)
+            body.field("reason", reason)
+            body.field("jobId", jobID)
+            body.field("steps") { $0.array(strings: steps) }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+import HeraldAPI
+
+extension DeliveryLoop: DeliveryControl {}

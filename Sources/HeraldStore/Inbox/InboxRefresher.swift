@@ -1,0 +1,86 @@
+import HeraldDomain
+import Dispatch
+import Glibc
+import Postgres
+import Synchronization
+
+/// Brings the inbox sort key (`subscriptions.activity_at`) of busy threads' subscribers up to date
+/// in the background, on a queue of its own (docs/inbox.md).
+///
+/// A reply no longer rewrites every subscriber's row: ingest lists its thread in `stale_threads`,
+/// and the inbox reads such threads' rows with the thread's own activity until this loop has
+/// refreshed them. Each round takes the stale threads it can lock at once (the same thread and
+/// group locks as ingest, tried without waiting, so it never holds up a request), updates their
+/// subscribers' rows in one statement and clears them; a thread that got replies meanwhile is
+/// listed again by them. Replies that arrive between two rounds cost one row update per
+/// subscriber together, however many they are. Several instances share the work.
+package final class InboxRefresher: Sendable {
+    package let database: PostgresPool
+    package let logger: Logger
+    /// Least time between two rounds: more replies are coalesced into one update per row.
+    package let spacingMilliseconds: Int
+    package let batch: Int
+    private let loop = BackgroundLoop(label: "herald.inbox-refresh", qos: .utility)
+
+    package init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500) {
+        self.database = database
+        self.logger = logger
+        self.spacingMilliseconds = spacingMilliseconds
+        self.batch = batch
+    }
+
+    package func start() {
+        loop.start { [self] in
+            var refreshed = 0
+            do {
+                refreshed = try runOnce()
+            } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
+                refreshed = 0
+            } catch {
+                logger.warn("inbox refresh failed", ["error": .string(String(describing: error))])
+            }
+            // After a round, the spacing whatever wakes it (more replies coalesce into one update
+            // per row); idle, until ingest lists a thread or a second (other instances' threads).
+            return refreshed > 0 ? .rest(seconds: Double(spacingMilliseconds) / 1000) : .idle(seconds: 1)
+        }
+    }
+
+    /// Ingest listed threads: look soon (wakes that come together count once).
+    package func wake() { loop.wake() }
+
+    package func stop() { loop.stop(timeout: 30) }
+
+    /// One round; returns how many threads were refreshed.
+    @discardableResult
+    package func runOnce() throws -> Int {
+        let stale = try database.withConnection { connection in
+            try connection.query("""
+                SELECT st.app, st.thread_id, t.group_id FROM stale_threads st
+                  LEFT JOIN threads t ON t.app = st.app AND t.parent_id = st.thread_id
+                 ORDER BY st.since LIMIT \(batch)
+                """)
+        }
+        guard !stale.isEmpty else { return 0 }
+        var byApp: [String: [(thread: String, group: String?)]] = [:]
+        for row in stale {
+            byApp[try row.decode("app", as: String.self), default: []].append((try row.decode("thread_id"), try row.decode("group_id")))
+        }
+        var refreshed = 0
+        for (app, threads) in byApp {
+            refreshed += try database.withTransaction { connection -> Int in
+                // The thread exclusively and its group shared, as ingest takes them; threads whose
+                // locks are busy wait for the next round.
+                let locked = try connection.query("""
+                    SELECT x.thread FROM unnest(\(threads.map(\.thread))::text[], \(threads.map(\.group))::text[]) AS x(thread, group_id)
+                     WHERE pg_try_advisory_xact_lock(hashtextextended(\(app) || ':t:' || x.thread, 0))
+                       AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended(\(app) || ':g:' || x.group_id, 0)))
+                    """).map { try $0.decode(0, as: String.self) }
+                guard !locked.isEmpty else { return 0 }
+                try connection.query("SELECT herald_refresh_thread_rows(\(app), \(locked))")
+                try connection.query("DELETE FROM stale_threads WHERE app = \(app) AND thread_id = ANY (\(locked)::text[])")
+                return locked.count
+            }
+        }
+        return refreshed
+    }
+}

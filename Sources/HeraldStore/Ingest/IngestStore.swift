@@ -1,0 +1,261 @@
+import HeraldDomain
+import Postgres
+import JSON
+
+/// Applies a request's events in one transaction with a fixed number of set-based statements,
+/// whatever the batch size: lock the conversations, record the events for dedupe, store the
+/// facts, then recompute the derived threads and subscriptions they touch.
+package struct IngestStore: Sendable {
+    package enum Status: String, Sendable {
+        case accepted, duplicate, rejected
+    }
+
+    package struct Outcome: Sendable {
+        package let status: Status
+        package let source: String?
+        package let id: String?
+        package let error: EventRejection?
+    }
+
+    package init() {}
+
+    /// Applies `items` for `app`; returns one outcome per item, in order, and the count of jobs
+    /// produced. Everything accepted is committed before this returns; on an error nothing is.
+    package func apply(_ items: [EventParser.Item], app: String,
+                      on connection: PostgresConnection) throws -> (outcomes: [Outcome], jobsProduced: Int) {
+        // Same (source, id) twice in one request: the first counts, the others are duplicates.
+        // Keys compare as bytes, as PostgreSQL does (Swift's == would merge canonically equal text).
+        var firstIndex: [[UInt8]: Int] = [:]
+        var original: [(index: Int, event: IncomingEvent)] = []
+        var outcomes: [Outcome?] = Array(repeating: nil, count: items.count)
+        var rejected: [(EventRejection, String?, String?, String?, JSONValue)] = []
+        for (index, item) in items.enumerated() {
+            switch item {
+            case .valid(let event, _):
+                let key = Array(event.source.utf8) + [0] + Array(event.id.utf8)
+                if firstIndex[key] == nil {
+                    firstIndex[key] = index
+                    original.append((index, event))
+                } else {
+                    outcomes[index] = Outcome(status: .duplicate, source: event.source, id: event.id, error: nil)
+                }
+            case .rejected(let rejection, let source, let id, let type, let raw):
+                outcomes[index] = Outcome(status: .rejected, source: source, id: id, error: rejection)
+                rejected.append((rejection, source, id, type, raw))
+            }
+        }
+
+        var jobsProduced = 0
+        // Locks found missing on the way (membership evidence under a shared group lock) are
+        // taken from the start on the next try.
+        var extra = LockSet()
+        var jobsMayExist = false
+        let firstOutcomes = outcomes
+        for attempt in 0..<4 {
+            outcomes = firstOutcomes
+            do {
+                try connection.withTransaction { connection in
+                    if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
+                    guard !original.isEmpty else { return }
+                    // Edits and deletions without parentId take their thread from what is stored, so
+                    // that the first locks are usually the right ones.
+                    var held = lockSet(try resolveThreads(original, app: app, parents: false, on: connection).events.map(\.event))
+                    held.formUnion(extra)
+                    try held.lock(app: app, on: connection, genericPlans: true)
+                    // Under the locks: every message filed under its thread's root (a parent that is a
+                    // reply, a reply stored meanwhile); a thread learned only now is locked from the
+                    // start of another try, so that all locks are still taken in one order.
+                    let resolved = try resolveThreads(original, app: app, parents: true, on: connection)
+                    let working = resolved.events
+                    let learned = held.missing(from: lockSet(working.map(\.event)))
+                    if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
+                    let fresh = try connection.query("""
+                        INSERT INTO events (app, source, id, type, traceparent)
+                        SELECT \(app), s, i, t, tp FROM unnest(\(working.map(\.event.source))::text[], \(working.map(\.event.id))::text[], \(working.map(\.event.type))::text[], \(working.map(\.event.traceparent))::text[]) AS x(s, i, t, tp)
+                         -- in one order: two batches redelivering the same events wait, never deadlock
+                         ORDER BY s COLLATE "C", i COLLATE "C"
+                        ON CONFLICT DO NOTHING
+                        RETURNING source, id
+                        """)
+                    var isNew: Set<[UInt8]> = []
+                    for row in fresh {
+                        isNew.insert(Array(try row.decode("source", as: String.self).utf8) + [0] + Array(try row.decode("id", as: String.self).utf8))
+                    }
+                    var accepted: [IncomingEvent] = []
+                    for (index, event) in working {
+                        let new = isNew.contains(Array(event.source.utf8) + [0] + Array(event.id.utf8))
+                        outcomes[index] = Outcome(status: new ? .accepted : .duplicate, source: event.source, id: event.id, error: nil)
+                        if new { accepted.append(event) }
+                    }
+                    if !accepted.isEmpty {
+                        // a reply moves what was filed under its id only when its creation is new here
+                        let acceptedIDs = Set(accepted.compactMap { event -> [UInt8]? in
+                            guard case .messageCreated(let m) = event.event else { return nil }
+                            return Array(m.id.utf8)
+                        })
+                        let rehome = resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }
+                        let writer = FactWriter(app: app, events: accepted, rehome: rehome)
+                        jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, on: connection)
+                    }
+                }
+                break
+            } catch let needed as NeedsLocks where attempt < 3 {
+                // Evidence can appear between tries (other batches' mentions commit): the next try
+                // holds every group of the batch exclusively, so it cannot miss one.
+                extra.formUnion(needed.locks)
+                for (_, event) in original where needed.groups {
+                    if case .messageCreated(let m) = event.event, let group = m.conversation.groupID { extra.group(group) }
+                }
+            } catch let error as PostgresError where error.isUniqueViolation && !jobsMayExist && attempt < 3 {
+                // A job that was thought new exists: run again inserting with ON CONFLICT.
+                jobsMayExist = true
+            }
+        }
+        return (outcomes.map { $0! }, jobsProduced)
+    }
+
+    /// Files each message event under its thread's root (SPEC §1: threads do not nest).
+    /// - An edit or deletion without `parentId` takes the parent stored for its message (a
+    ///   message's thread never changes once known).
+    /// - With `parents`, a parent that is itself a reply (stored, or created in this batch) is
+    ///   replaced by that reply's root, with the root's author; and a reply of this batch under
+    ///   whose id earlier messages or subscriptions were filed (they came before it, when it was
+    ///   not known to be a reply) is returned in `rehome`, so that the writer moves them to its root.
+    package func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String, parents: Bool,
+                        on connection: PostgresConnection) throws -> (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming]) {
+        var lookup: [String] = []
+        var hosts: [String] = []
+        // the replies created in this batch: id → (parent, parent's author)
+        var batch: [[UInt8]: (parent: String, sender: String?)] = [:]
+        for (_, event) in candidates {
+            guard let message = event.message else { continue }
+            if let parent = message.parentID {
+                guard parents else { continue }
+                lookup.append(parent)
+                if case .messageCreated(let m) = event.event {
+                    hosts.append(m.id)
+                    if batch[Array(m.id.utf8)] == nil { batch[Array(m.id.utf8)] = (parent, m.parentSender) }
+                }
+            } else if event.needsThreadResolution {
+                lookup.append(message.id)
+            }
+        }
+        guard !lookup.isEmpty || !hosts.isEmpty else { return (candidates, []) }
+        var stored: [[UInt8]: (parent: String, sender: String?)] = [:]
+        var hosting: Set<[UInt8]> = []
+        for row in try connection.query("""
+            SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(lookup)::text[]) AND parent_id IS NOT NULL
+            UNION ALL
+            -- a thread row under a reply's id: replies were counted there (and subscriptions, which
+            -- need a thread row, may be filed there). Placeholders of replies not yet created
+            -- (an edit or deletion first) make no thread row; their creation files them anew.
+            SELECT t.parent_id, NULL, NULL FROM threads t WHERE t.app = \(app) AND t.parent_id = ANY (\(hosts)::text[])
+            """) {
+            let id = Array(try row.decode("id", as: String.self).utf8)
+            if let parent = try row.decode("parent_id", as: String?.self) {
+                stored[id] = (parent, try row.decode("parent_sender", as: String?.self))
+            } else {
+                hosting.insert(id)
+            }
+        }
+        // A stored parent is usually a root; not always (a placeholder left by an edit or deletion
+        // that named a reply before that reply was known to be one): follow such parents up.
+        var looked = Set(lookup.map { Array($0.utf8) })
+        for _ in 0..<8 {
+            let next = Set(stored.values.map(\.parent).filter { looked.insert(Array($0.utf8)).inserted && batch[Array($0.utf8)] == nil })
+            guard !next.isEmpty else { break }
+            for row in try connection.query(
+                "SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(Array(next))::text[]) AND parent_id IS NOT NULL") {
+                stored[Array(try row.decode("id", as: String.self).utf8)] =
+                    (try row.decode("parent_id", as: String.self), try row.decode("parent_sender", as: String?.self))
+            }
+        }
+        // Follows parents to the root (a stored reply's parent is a root already; replies of this
+        // batch may chain). Bounded, so a cycle in hostile input ends.
+        func root(of parent: String) -> (id: String, sender: String?)? {
+            var current = parent
+            var sender: String?
+            var moved = false
+            for _ in 0..<16 {
+                guard let next = stored[Array(current.utf8)] ?? batch[Array(current.utf8)], next.parent != current else { break }
+                (current, sender, moved) = (next.parent, next.sender, true)
+            }
+            return moved ? (current, sender) : nil
+        }
+        let events = candidates.map { candidate -> (index: Int, event: IncomingEvent) in
+            guard let message = candidate.event.message else { return candidate }
+            if let parent = message.parentID {
+                guard let resolved = root(of: parent), resolved.id != message.id else { return candidate }
+                return (candidate.index, candidate.event.inThread(resolved.id, rootSender: resolved.sender))
+            }
+            guard candidate.event.needsThreadResolution, let known = stored[Array(message.id.utf8)] else { return candidate }
+            return (candidate.index, candidate.event.inThread(known.parent, rootSender: nil))
+        }
+        var rehome: [Rehoming] = []
+        var seen: Set<[UInt8]> = []
+        for (_, event) in events {
+            guard case .messageCreated(let m) = event.event, let parent = m.parentID,
+                  hosting.contains(Array(m.id.utf8)), seen.insert(Array(m.id.utf8)).inserted else { continue }
+            rehome.append(Rehoming(from: m.id, to: parent, rootSender: m.parentSender))
+        }
+        return (events, rehome)
+    }
+
+    /// The locks a batch needs (see `LockSet`): each message's thread, each membership change's group.
+    package func lockSet(_ events: [IncomingEvent]) -> LockSet {
+        var locks = LockSet()
+        for event in events {
+            switch event.event {
+            case .messageCreated(let m):
+                locks.thread(m.threadID, group: m.conversation.groupID)
+                // a reply's own id too: replies that named it as parent before it was known to be
+                // a reply were filed under it, and move to its root with it (FactWriter.rehome)
+                if m.parentID != nil { locks.thread(m.id, group: m.conversation.groupID) }
+            case .messageEdited(let m): locks.thread(m.threadID, group: m.conversation.groupID)
+            case .messageDeleted(let m): locks.thread(m.threadID, group: m.conversation?.groupID)
+            case .membership(let change), .memberNotice(let change): locks.group(change.guid)
+            case .groupDeleted(let guid, _): locks.group(guid)
+            // a reaction's jobs are decided under its message's thread lock: a deletion of the
+            // message cannot slip between them (its jobs are cancelled with the message's)
+            case .reaction(let r):
+                locks.thread(r.threadID, group: r.conversation.groupID)
+                // and its message's own id: two events of one reaction, one naming the parent and
+                // one not (for a message not seen yet), lock different threads, but this one alike
+                locks.thread(r.messageID, group: r.conversation.groupID)
+            // pins and saves are rows decided by their latest event, serialised by the row itself
+            case .messagePin, .messageSave, .conversationPin, .noEffect: break
+            }
+        }
+        return locks
+    }
+
+    /// Keeps what is known of each rejected event for `GET /v1/events/rejected`. PostgreSQL's text
+    /// and jsonb cannot hold U+0000, which a rejected event may well contain (in its id, source or
+    /// type too: that is why it was rejected), so the stored copy shows U+FFFD in its place.
+    package func recordRejections(_ rejected: [(EventRejection, String?, String?, String?, JSONValue)], app: String,
+                          on connection: PostgresConnection) throws {
+        func storable(_ text: String?) -> String? {
+            guard let text, text.unicodeScalars.contains("\u{0}") else { return text }
+            return String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
+        }
+        func storable(_ json: JSONValue) -> String { json.jsonText.replacing("\\u0000", with: "\\ufffd") }
+        try connection.query("""
+            INSERT INTO rejected_events (app, source, id, type, error, event)
+            SELECT \(app), s, i, t, e::jsonb, r::jsonb
+              FROM unnest(\(rejected.map { storable($0.1) })::text[], \(rejected.map { storable($0.2) })::text[], \(rejected.map { storable($0.3) })::text[], \(rejected.map { storable($0.0.errorJSON) })::text[], \(rejected.map { storable($0.4) })::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)
+             ORDER BY n
+            """)
+    }
+}
+
+extension IncomingEvent {
+    /// An edit or deletion that did not say which thread its message is in.
+    package var needsThreadResolution: Bool {
+        switch event {
+        case .messageEdited(let m): return m.parentID == nil
+        case .messageDeleted(let m): return m.parentID == nil
+        case .reaction(let r): return r.parentID == nil
+        default: return false
+        }
+    }
+}

@@ -1,0 +1,126 @@
+import HeraldDomain
+import Postgres
+import JSON
+
+extension Fanout {
+    /// Routes again, for the users of `triggers`, the replies of their threads that were routed
+    /// before a trigger that precedes them arrived (a late reply or mention that subscribes its
+    /// user from an earlier time): each message is routed against the subscriptions as of its own
+    /// time, whatever the order of delivery or the batching (SPEC §4). A job is added only where
+    /// the subscription is what changes the decision. Delivered in order, the window after each
+    /// trigger is empty, and this costs one index probe per trigger.
+    package func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String], appSettings: BatchSettings,
+                 on connection: PostgresConnection) throws -> Int {
+        guard !triggers.isEmpty else { return 0 }
+        let rows = try connection.query("""
+            WITH k AS (
+                SELECT uid, thread_id, min(at) AS at FROM unnest(\(triggers.map(\.uid))::text[], \(triggers.map(\.thread))::text[], \(triggers.map(\.at))::bigint[]) AS k(uid, thread_id, at)
+                 GROUP BY uid, thread_id
+            ), c AS MATERIALIZED (
+                SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
+                       m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
+                       s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
+                       \(Fanout.levelOf(uid: "k.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                       EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
+                           AS mentioned,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = k.uid) AS preferences,
+                       (SELECT mu.until FROM user_mutes mu
+                         WHERE mu.app = \(app) AND mu.uid = k.uid
+                           AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
+                           AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
+                       m.parent_id
+                  FROM k
+                  -- each key's subscription by its whole key (OFFSET 0: a probe per key, never the
+                  -- thread's subscriptions filtered per key, which stale statistics once chose:
+                  -- 50 million rows filtered for one late reply of 10,000 users)
+                  CROSS JOIN LATERAL (SELECT s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked FROM subscriptions s
+                                       WHERE s.app = \(app) AND s.uid = k.uid AND s.thread_id = k.thread_id AND s.subscribed
+                                      OFFSET 0) s
+                  -- the thread's replies sent at or after the trigger, through messages_replies_by_time
+                  CROSS JOIN LATERAL (SELECT * FROM messages m
+                                       WHERE m.app = \(app) AND m.parent_id = k.thread_id AND m.sent_at >= k.at
+                                         AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
+                                         AND m.event_id IS NOT NULL AND m.id <> ALL (\(fresh)::text[])
+                                      OFFSET 0) m
+                 WHERE NOT EXISTS (SELECT 1 FROM fanout_tasks ft
+                                    WHERE ft.app = \(app) AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
+                   AND EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
+                   AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
+                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                            WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = k.uid), false) END
+            ),
+            -- the jobs the messages already have (a notification of the message, not a reaction's
+            -- or an update's that name it too): each message's blocks read once, through its key
+            -- (OFFSET 0: per message, not a join over every job of the app), rather than one lookup
+            -- per (user, message)
+            have AS MATERIALIZED (
+                SELECT DISTINCT ON (j.message_id, j.recipient) j.message_id, j.recipient,
+                       CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason
+                  FROM (SELECT DISTINCT c.id FROM c) mm
+                 CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.app = \(app) AND j.message_id = mm.id AND j.kind IS NULL OFFSET 0) j
+                 ORDER BY j.message_id, j.recipient, j.block NULLS FIRST
+            )
+            SELECT c.*, h.ready_id, h.reason FROM c LEFT JOIN have h ON h.message_id = c.id AND h.recipient = c.uid
+            """)
+        guard !rows.isEmpty else { return 0 }
+        let settings = try appSettings.get()
+        let now = currentTimeMilliseconds()
+        var jobs: [JobRow] = []
+        var upgrades: [(id: Int64, reason: Routing.Reason)] = []
+        for row in rows {
+            let uid = try row.decode("uid", as: String.self)
+            let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
+                ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
+            let message = DomainEvent.MessageCreated(
+                id: try row.decode("id"), sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"),
+                parentSender: nil, sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil,
+                text: try row.decode("text"), mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil,
+                quotedSender: try row.decode("quoted_sender"), sendNotification: try row.decode("send_notification"))
+            let unsubscribedAt = try row.decode("unsubscribed_at", as: Int64?.self)
+            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
+            guard subscription == .subscribed else { continue }
+            // A message older than maxEventAgeSeconds is not routed again: a late trigger does
+            // not wake anyone for it any more than its own event would (SPEC §11.5).
+            guard !settings.isStale(eventTime: message.sentAt, now: now) else { continue }
+            let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+            let mentioned = try row.decode("mentioned", as: Bool.self)
+            let muted = try row.decode("muted_until", as: Int64?.self)
+            let level = try Fanout.level(row), tracked = try row.decode("tracked", as: Bool.self)
+            func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {
+                Routing.decide(Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
+                                          preferences: preferences, settings: settings, mutedUntil: muted, now: now,
+                                          level: level, tracked: tracked))
+            }
+            // What the message's routing saw before this trigger was known, against what it sees now.
+            guard case .notified(let reason) = decide(.subscribed).outcome else { continue }
+            if let existing = try row.decode("reason", as: String?.self) {
+                // A job made without the subscription: a stronger reason (subscribedThread over
+                // allReplies) while no worker has it yet.
+                if let job = try row.decode("ready_id", as: Int64?.self), let old = Routing.Reason(rawValue: existing),
+                   reason < old {
+                    upgrades.append((job, reason))
+                }
+                continue
+            }
+            guard !decide(unsubscribedAt == nil ? .none : .unsubscribed).notified else { continue }
+            let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)
+            jobs.append((Created(event: event, message: message), uid, reason, Self.privacy(settings: settings, preferences: preferences)))
+        }
+        if !upgrades.isEmpty {
+            try connection.query("""
+                UPDATE job_rows j SET reason = x.reason FROM unnest(\(upgrades.map(\.id))::bigint[], \(upgrades.map(\.reason.rawValue))::text[]) AS x(id, reason)
+                 WHERE j.app = \(app) AND j.id = x.id AND j.state = 'ready'
+                """)
+            // a block's job, while unclaimed: one position at a time (rare: a late trigger)
+            for upgrade in upgrades {
+                let (block, position) = JobBlocks.place(upgrade.id)
+                try connection.query("""
+                    UPDATE job_blocks SET reasons[\(position)::int + 1] = \(upgrade.reason.code)::smallint
+                     WHERE app = \(app) AND id = \(block) AND claimed <= \(position)::int AND \(position)::int < stop
+                    """)
+            }
+        }
+        return try insert(jobs, on: connection, mayExist: true)
+    }
+}

@@ -1,0 +1,262 @@
+import HeraldDomain
+import Dispatch
+import Glibc
+import JSON
+import Postgres
+import Synchronization
+
+/// SPEC §17's windows as one routing pass sees them: which recipients' digestible replies are
+/// held, and the windows the pass opens (`sql/0028_thread_digests.sql`). A held reply writes
+/// nothing; a window is one row, written with the job of the reply that opens it.
+package struct DigestWindows {
+    package struct Opening {
+        package let thread: String
+        package let uid: String
+        package let at: Int64
+        package let endsAt: Int64
+        package let message: String
+    }
+
+    package let maxAgeMs: Int64
+    /// Each (thread, recipient)'s latest window, as stored or as opened by this pass.
+    private var windows: [String: (opened: Int64, ends: Int64)] = [:]
+    package private(set) var openings: [Opening] = []
+
+    package init(settings: AppSettings) {
+        maxAgeMs = Int64(settings.maxEventAgeSeconds) * 1000
+    }
+
+    /// Whether the digestible reply `message`, routed at Herald's time `at` for `recipient`, is
+    /// held: a window of theirs in the thread is open at `at` (`stored`: the latest stored one as
+    /// "<opened> <ends>"). When none is, the reply's job is produced and it opens one for
+    /// `seconds`. A window opened after `at` (a large group's chunks of two replies done out of
+    /// order) does not hold it: the window's end would not count it.
+    package mutating func holds(thread: String, recipient: String, message: String, at: Int64, stored: String?,
+                        seconds: Int) -> Bool {
+        let key = thread + "\u{1F}" + recipient
+        if let window = windows[key] ?? Self.parse(stored), window.opened <= at, at < window.ends { return true }
+        let end = at + Int64(seconds) * 1000
+        windows[key] = (at, end)
+        openings.append(Opening(thread: thread, uid: recipient, at: at, endsAt: end, message: message))
+        return false
+    }
+
+    package static func parse(_ text: String?) -> (opened: Int64, ends: Int64)? {
+        guard let parts = text?.split(separator: " "), parts.count == 2, let opened = Int64(parts[0]), let ends = Int64(parts[1]) else {
+            return nil
+        }
+        return (opened, ends)
+    }
+
+    /// Writes the windows this pass opened, in the transaction of their jobs (a large-group chunk
+    /// done again after a crash finds its own windows there and adds nothing).
+    package func open(app: String, on connection: PostgresConnection) throws {
+        guard !openings.isEmpty else { return }
+        try connection.query("""
+            INSERT INTO digest_windows (app, thread_id, uid, opened_at, ends_at, opened_by, max_age_ms)
+            SELECT \(app), x.thread, x.uid, x.at, x.ends_at, x.message, \(maxAgeMs)
+              FROM unnest(\(openings.map(\.thread))::text[], \(openings.map(\.uid))::text[], \(openings.map(\.at))::bigint[], \(openings.map(\.endsAt))::bigint[], \(openings.map(\.message))::text[]) AS x(thread, uid, at, ends_at, message)
+            ON CONFLICT DO NOTHING
+            """)
+    }
+}
+
+/// Acts on the digest windows that ended (SPEC §17), on every instance, each window exactly
+/// once: a pass locks the due windows it takes (`FOR UPDATE SKIP LOCKED`), decides, writes the
+/// digest jobs and marks the windows closed in one transaction — a crash anywhere before its
+/// commit leaves them to the next pass, here or on another instance.
+package final class DigestCloser: Sendable {
+    package let database: PostgresPool
+    package let logger: Logger
+    /// How often an idle instance looks for windows that ended (SPEC §17: acted on within 2 s).
+    package let intervalSeconds: Double
+    /// Test hook (`HERALD_TEST_DIGEST_PAUSE_MS`): a pause after deciding, before writing, for a
+    /// test that kills Herald there.
+    package let pauseAfterDecidingMs: Int
+    private let loop = BackgroundLoop(label: "herald.digests", qos: .userInitiated, firstWait: .again)
+    package static let batch = 1000
+
+    package init(database: PostgresPool, logger: Logger, intervalSeconds: Double = 0.5, pauseAfterDecidingMs: Int = 0) {
+        self.database = database
+        self.logger = logger
+        self.intervalSeconds = intervalSeconds
+        self.pauseAfterDecidingMs = pauseAfterDecidingMs
+    }
+
+    package func start() {
+        loop.start { [self] in
+            do {
+                return try runOnce() == Self.batch ? .again : .idle(seconds: intervalSeconds)
+            } catch {
+                logger.warn("digest windows failed", ["error": .string(String(describing: error))])
+                return .rest(seconds: 1)
+            }
+        }
+    }
+
+    package func stop() { loop.stop(timeout: 10) }
+
+    /// One pass over up to `batch` windows that ended; returns how many it closed.
+    @discardableResult
+    package func runOnce() throws -> Int {
+        try database.withTransaction { connection in
+            let rows = try connection.query("""
+                WITH due AS (
+                    SELECT w.app, w.thread_id, w.uid, w.opened_at, w.ends_at, w.opened_by, w.max_age_ms
+                      FROM digest_windows w
+                     WHERE w.closed_at IS NULL AND w.ends_at <= herald_now_ms()
+                     ORDER BY w.ends_at LIMIT \(Self.batch)
+                       FOR UPDATE SKIP LOCKED
+                ), held AS (
+                    SELECT d.*, s.read_at, s.read_id, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, h.*
+                      FROM due d
+                      LEFT JOIN subscriptions s ON s.app = d.app AND s.uid = d.uid AND s.thread_id = d.thread_id
+                     CROSS JOIN LATERAL (
+                           SELECT count(*)::int AS count,
+                                  (array_agg(x.id ORDER BY x.sent_at DESC, x.id COLLATE "C" DESC))[1:\(DigestJob.maxMessageIDs)] AS latest,
+                                  array_agg(x.sender ORDER BY x.sent_at DESC, x.id COLLATE "C" DESC) AS senders
+                             FROM herald_digest_held(d.app, d.thread_id, d.uid, d.opened_by, d.opened_at, d.ends_at, d.max_age_ms,
+                                                     s.read_at, s.read_id) x
+                            WHERE x.deleted_at IS NULL) h
+                )
+                SELECT h.app, h.thread_id, h.uid, h.opened_at, h.read_at, h.read_id, h.count,
+                       array_to_json(h.latest)::text AS latest, array_to_json(h.senders)::text AS senders,
+                       m.id AS message_id, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at, m.category, m.send_notification,
+                       m.conversation_id,
+                       \(Visibility.access("m", uid: "h.uid")) AS has_access,
+                       h.subscribed, h.since, h.manual_at, h.unsubscribed_at, h.tracked,
+                       \(Fanout.levelOf(uid: "h.uid", conversation: "m.conversation_id", app: "h.app")) AS level,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = h.app AND up.uid = h.uid) AS preferences,
+                       \(Fanout.mutedUntilOf(uid: "h.uid", group: "m.group_id", other: "m.sender", app: "h.app")) AS muted_until
+                  FROM held h
+                  LEFT JOIN messages m ON m.app = h.app AND m.id = h.latest[1]
+                """)
+            guard !rows.isEmpty else { return 0 }
+            var settings: [String: AppSettings] = [:]
+            var closes: [Close] = []
+            var jobs: [DigestJob] = []
+            let now = currentTimeMilliseconds()
+            for row in rows {
+                let app = try row.decode("app", as: String.self)
+                var close = Close(app: app, thread: try row.decode("thread_id"), uid: try row.decode("uid"),
+                                  openedAt: try row.decode("opened_at"), outcome: Routing.Skip.read.rawValue,
+                                  readAt: try row.decode("read_at"), readID: try row.decode("read_id"))
+                defer { closes.append(close) }
+                let count = try row.decode("count", as: Int.self)
+                guard count > 0, let messageID = try row.decode("message_id", as: String?.self) else { continue }
+                if settings[app] == nil { settings[app] = try PreferenceStore().settings(app: app, on: connection) }
+                let appSettings = settings[app]!
+                let decision = try Self.decide(row, recipient: close.uid, thread: close.thread, settings: appSettings, now: now)
+                guard case .notified(let reason) = decision.outcome else {
+                    close.outcome = decision.code
+                    continue
+                }
+                close.outcome = "sent"
+                let latest = try JobPayload.strings(row.decode("latest"))
+                var senders: [String] = []
+                for sender in try JobPayload.strings(row.decode("senders")) where !senders.contains(sender) {
+                    senders.append(sender)
+                    if senders.count == DigestJob.maxSenders { break }
+                }
+                let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: appSettings)
+                jobs.append(DigestJob(app: app, recipient: close.uid, message: messageID, reason: reason.rawValue,
+                                      privacy: Fanout.privacy(settings: appSettings, preferences: preferences),
+                                      count: count, messageIDs: latest.reversed(), senders: senders))
+            }
+            if pauseAfterDecidingMs > 0 {
+                logger.info("digest windows decided", ["windows": .int(closes.count), "digests": .int(jobs.count)])
+                usleep(UInt32(pauseAfterDecidingMs) * 1000)
+            }
+            let ids = try DigestJob.insert(jobs, on: connection)
+            try connection.query("""
+                UPDATE digest_windows w
+                   SET closed_at = herald_now_ms(), outcome = x.outcome, digest_job = x.job, read_at = x.read_at, read_id = x.read_id
+                  FROM unnest(\(closes.map(\.app))::text[], \(closes.map(\.thread))::text[], \(closes.map(\.uid))::text[], \(closes.map(\.openedAt))::bigint[], \(closes.map(\.outcome))::text[], \(closes.map { $0.outcome == "sent" ? ids[$0.app + "\u{1F}" + $0.uid + "\u{1F}" + $0.thread] : nil })::bigint[], \(closes.map(\.readAt))::bigint[], \(closes.map(\.readID))::text[])
+                       AS x(app, thread, uid, opened_at, outcome, job, read_at, read_id)
+                 WHERE w.app = x.app AND w.thread_id = x.thread AND w.uid = x.uid AND w.opened_at = x.opened_at
+                """)
+            return closes.count
+        }
+    }
+
+    /// A JSON array of strings, unpacked in SQL with `jsonb_array_elements_text`.
+    package static func json(_ strings: [String]) -> String {
+        var writer = JSONWriter()
+        writer.array(strings: strings)
+        return writer.text
+    }
+
+    /// What became of one window.
+    package struct Close {
+        package let app: String
+        package let thread: String
+        package let uid: String
+        package let openedAt: Int64
+        package var outcome: String
+        package let readAt: Int64?
+        package let readID: String?
+    }
+
+    /// SPEC §17: §8.1 judged again for the recipient at the window's end, for the last held reply
+    /// (held replies neither mention nor quote the recipient).
+    package static func decide(_ row: PostgresRow, recipient uid: String, thread: String, settings: AppSettings,
+                       now: Int64) throws -> Routing.Decision {
+        let groupID = try row.decode("group_id", as: String?.self)
+        let conversation = try groupID.map(Conversation.group)
+            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
+        let message = DomainEvent.MessageCreated(
+            id: try row.decode("message_id"), sender: try row.decode("sender"), conversation: conversation, parentID: thread,
+            parentSender: nil, sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message",
+            type: nil, text: nil, mentions: [], mentionsAll: false, quotedMessageID: nil, quotedSender: nil,
+            sendNotification: try row.decode("send_notification"))
+        let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+        let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
+                                                     manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
+                                                     asOf: now)
+        var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: false,
+                                 preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now,
+                                 level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+        input.hasAccess = try row.decode("has_access", as: Bool.self)
+        return Routing.decide(input)
+    }
+}
+
+/// A `digest` job (SPEC §17): a row job of the last held reply's event, with the held replies'
+/// ids (in `clear_ids`), their count and senders; title, body and badge are made at claim.
+package struct DigestJob {
+    package static let maxMessageIDs = 100
+    package static let maxSenders = 5
+
+    package let app: String
+    package let recipient: String
+    package let message: String
+    package let reason: String
+    package let privacy: Bool
+    package let count: Int
+    package let messageIDs: [String]
+    package let senders: [String]
+
+    /// Inserts the jobs; returns each one's id by app, recipient and thread.
+    package static func insert(_ jobs: [DigestJob], on connection: PostgresConnection) throws -> [String: Int64] {
+        guard !jobs.isEmpty else { return [:] }
+        let rows = try connection.query("""
+            INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, privacy, kind,
+                                  clear_ids, digest_count, digest_senders)
+            SELECT x.app, x.message, x.recipient, m.event_source, m.event_id, m.event_type, x.reason, x.privacy, 'digest',
+                   ARRAY(SELECT jsonb_array_elements_text(x.ids::jsonb)), x.count,
+                   ARRAY(SELECT jsonb_array_elements_text(x.senders::jsonb))
+              FROM unnest(\(jobs.map(\.app))::text[], \(jobs.map(\.message))::text[], \(jobs.map(\.recipient))::text[], \(jobs.map(\.reason))::text[], \(jobs.map(\.privacy))::boolean[], \(jobs.map(\.count))::int[], \(jobs.map { DigestCloser.json($0.messageIDs) })::text[], \(jobs.map { DigestCloser.json($0.senders) })::text[])
+                   AS x(app, message, recipient, reason, privacy, count, ids, senders)
+              JOIN messages m ON m.app = x.app AND m.id = x.message
+            ON CONFLICT DO NOTHING
+            RETURNING id, app, recipient, (SELECT p.parent_id FROM messages p WHERE p.app = job_rows.app AND p.id = job_rows.message_id) AS thread
+            """)
+        var ids: [String: Int64] = [:]
+        for row in rows {
+            let key = try row.decode("app", as: String.self) + "\u{1F}" + row.decode("recipient", as: String.self) + "\u{1F}"
+                + (row.decode("thread", as: String?.self) ?? "")
+            ids[key] = try row.decode("id")
+        }
+        return ids
+    }
+}

@@ -1,0 +1,114 @@
+import HeraldDomain
+import JSON
+import Postgres
+
+/// How a job is read: the SQL that gathers what a payload needs, and its decoding.
+extension JobPayload {
+    /// The `traceparent` column of a job source: the trace of the event that produced the job
+    /// `alias` (its own event, or when it names none — a block — its message's creation), stored
+    /// once with the event (`sql/0025_event_traceparent.sql`), not with each job.
+    package static func traceOf(_ alias: SQL) -> SQL {
+        """
+        (SELECT e.traceparent
+           FROM (SELECT \(alias).event_source, \(alias).event_id WHERE \(alias).event_source IS NOT NULL
+                 UNION ALL
+                 SELECT m.event_source, m.event_id FROM messages m
+                  WHERE \(alias).event_source IS NULL AND m.app = \(alias).app AND m.id = \(alias).message_id) k (source, id)
+           JOIN events e ON e.app = \(alias).app AND e.source = k.source AND e.id = k.id) AS traceparent
+        """
+    }
+
+    /// The FROM clause over the jobs `source` (a CTE of jobs, or a subquery, with the job row's
+    /// columns and `traceOf`'s `traceparent`) that `columns` reads:
+    /// each job `j` and its message `m` (a clear job's thread root, or a reacted message, which may
+    /// not have arrived); a reaction's job its reaction `r`, a member action's its action `a`
+    /// (each looked up only for its kind of job).
+    package static func from(_ source: SQL) -> SQL {
+        """
+        \(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id
+        LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
+                             FROM reactions r WHERE j.kind IN ('reaction', 'retract') AND j.subject_id IS NOT NULL
+                                                  AND r.app = j.app AND r.id = j.subject_id) r ON true
+        LEFT JOIN LATERAL (SELECT a.group_id, a.uid, a.actor, a.action, a.scope, a.at FROM member_actions a
+                            WHERE j.kind = 'memberAction' AND a.app = j.app AND a.event_source = j.event_source
+                              AND a.event_id = j.event_id) a ON true
+        """
+    }
+
+    /// The select list that `init(row:)` reads by name, over `from(…)`.
+    package static let columns: SQL = """
+        j.id, j.attempt, j.app, j.recipient, j.created_at,
+        coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
+        coalesce(j.event_type, m.event_type) AS event_type,
+        j.reason, j.privacy,
+        -- SPEC §9: a notification's badge is the recipient's unread thread count when the job is claimed
+        CASE WHEN j.kind IS NULL OR j.kind IN ('update', 'digest')
+             THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = j.app AND s.uid = j.recipient AND s.visible AND s.has_unread)
+             ELSE j.badge END AS badge,
+        coalesce(j.message_id, '') AS message_id,
+        coalesce(m.conversation_id, r.conversation_id, 'group_' || a.group_id, '') AS conversation_id,
+        coalesce(m.receiver_type, r.receiver_type, CASE WHEN a.group_id IS NOT NULL THEN 'group' END, '') AS receiver_type,
+        coalesce(m.group_id, r.group_id, a.group_id) AS group_id, coalesce(m.sender, r.message_sender, '') AS sender,
+        coalesce(m.sent_at, 0) AS sent_at, coalesce(m.parent_id, r.parent_id) AS parent_id, coalesce(m.text, '') AS text, j.last_error,
+        j.subject_id, r.reactor, r.reaction, a.uid AS action_uid, a.actor AS action_actor, a.action, a.scope AS action_scope,
+        a.at AS action_at, j.sync_at, j.sync_by,
+        j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason, j.traceparent,
+        j.digest_count, array_to_json(j.digest_senders)::text AS digest_senders,
+        -- SPEC §17: a digestible reply job that opened a digest window collapses by thread, so
+        -- that the digest at the window's end replaces it on the device
+        CASE WHEN j.kind IS NULL AND m.parent_id IS NOT NULL AND j.reason IN ('subscribedThread', 'allReplies')
+             THEN EXISTS (SELECT 1 FROM digest_windows w WHERE w.app = j.app AND w.opened_by = j.message_id AND w.uid = j.recipient)
+             ELSE false END AS opened_digest,
+        \(Device.Target.recipientDevices) AS devices
+        """
+}
+
+extension JobPayload {
+    /// A job from a row of `columns` (in an extension, so that the memberwise initialiser stays).
+    package init(row: PostgresRow) throws {
+        self.init(id: try row.decode("id"),
+                  attempt: try row.decode("attempt"),
+                  app: try row.decode("app"),
+                  recipient: try row.decode("recipient"),
+                  createdAt: try row.decode("created_at"),
+                  eventSource: try row.decode("event_source"),
+                  eventID: try row.decode("event_id"),
+                  eventType: try row.decode("event_type"),
+                  reason: try row.decode("reason"),
+                  devices: try Device.Target.list(json: try row.decode("devices")),
+                  privacy: try row.decode("privacy"),
+                  badge: try row.decode("badge"),
+                  messageID: try row.decode("message_id"),
+                  conversationID: try row.decode("conversation_id"),
+                  receiverType: try row.decode("receiver_type"),
+                  groupID: try row.decode("group_id"),
+                  sender: try row.decode("sender"),
+                  sentAt: try row.decode("sent_at"),
+                  parentID: try row.decode("parent_id"),
+                  text: try row.decode("text"),
+                  lastError: try row.decode("last_error"),
+                  excludeDevice: try row.decode("exclude_device"),
+                  traceparent: try row.decode("traceparent"))
+        if let subject = try row.decode("subject_id", as: String?.self), let reactor = try row.decode("reactor", as: String?.self) {
+            reaction = Reaction(id: subject, reactor: reactor, emoji: try row.decode("reaction"))
+        }
+        if try row.decode("job_kind", as: String?.self) == "sync" {
+            sync = Sync(change: reason, conversationID: try row.decode("subject_id"), at: try row.decode("sync_at", as: Int64?.self) ?? 0,
+                        by: try row.decode("sync_by"))
+        }
+        if let name = try row.decode("action", as: String?.self), let action = MemberAction(rawValue: name) {
+            memberAction = MemberActionFacts(action: action, uid: try row.decode("action_uid"), actor: try row.decode("action_actor"),
+                                             scope: try row.decode("action_scope"), at: try row.decode("action_at"))
+        }
+        if try row.decode("job_kind", as: String?.self) == "digest" {
+            digest = Digest(count: try row.decode("digest_count", as: Int?.self) ?? 0,
+                            messageIDs: try Self.strings(row.decode("clear_ids")),
+                            senders: try Self.strings(row.decode("digest_senders")))
+        }
+        opensDigest = try row.decode("opened_digest", as: Bool?.self) ?? false
+        if try row.decode("job_kind", as: String?.self) == "update" { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
+        if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
+            removal = Removal(kind: kind, collapseIds: try Self.strings(row.decode("clear_ids")))
+        }
+    }
+}
