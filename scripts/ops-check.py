@@ -4,7 +4,7 @@
   python3 scripts/ops-check.py [path/to/herald]
 
 1. variables: every variable Herald reads (Configuration.variables, and any "HERALD_…" literal
-   in Sources/HeraldCore and Sources/herald) is in the README's Configuration table, in the
+   in Sources/Herald* and Sources/herald) is in the README's Configuration table, in the
    Kubernetes ConfigMap or Secret example, and in deploy/systemd/herald.env.example; and no
    deploy file, nor a README table row, names one that Herald does not read.
 2. packages: the build stage of deploy/Dockerfile and scripts/deps.sh install every Debian package
@@ -44,11 +44,11 @@ def read(path):
 
 # 1. variables -----------------------------------------------------------------------------------
 def check_variables():
-    configuration = read("Sources/HeraldCore/Support/Configuration.swift")
-    block = configuration.split("public static let variables", 1)[1].split("\n    ]\n", 1)[0]
+    configuration = read("Sources/HeraldDomain/Support/Configuration.swift")
+    block = configuration.split("package static let variables", 1)[1].split("\n    ]\n", 1)[0]
     declared = set(re.findall(r'\("((?:HERALD_|DATABASE_URL)[A-Z_]*)"', block))
     read_in_code = set()
-    for folder in ("Sources/HeraldCore", "Sources/herald"):
+    for folder in ("Sources/HeraldDomain", "Sources/HeraldStore", "Sources/HeraldAPI", "Sources/HeraldApp", "Sources/herald"):
         for source in (ROOT / folder).rglob("*.swift"):
             read_in_code |= set(re.findall(r'"(HERALD_[A-Z0-9_]+)"', source.read_text()))
     for name in sorted(read_in_code - declared):

@@ -31,7 +31,7 @@ public final class HTTPServer: @unchecked Sendable {
         /// The largest body accepted; a larger one is discarded and marked `bodyTooLarge`.
         public var maxBodyBytes: Int
 
-        /// The defaults are `herald serve`'s (see `Configuration` in HeraldCore).
+        /// The defaults are `herald serve`'s (see `Configuration` in HeraldDomain).
         public init(host: String = "127.0.0.1", port: Int = 8080, threads: Int = 16,
                     maxConnections: Int = 1024, connectionTimeoutSeconds: Int = 60, headerTimeoutSeconds: Int = 10,
                     maxBodyBytes: Int = 4 * 1024 * 1024) {

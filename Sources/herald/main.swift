@@ -4,7 +4,7 @@ import HeraldApp
 import HeraldDomain
 import HeraldStore
 
-// Everything lives in HeraldCore; the executable only hands over the process's arguments.
+// Everything lives in HeraldApp and the layers below it; the executable only hands over the process's arguments.
 var environment: [String: String] = [:]
 var pointer = environ
 while let entry = pointer.pointee {

@@ -254,7 +254,7 @@ struct DeliveryTests {
         defer { receiver.stop() }
         let members = (0..<40).map { "u\($0)" }
         let app = try app(members: ["alice"] + members)
-        let second = try HeraldCoreServer.start(try TestEnvironment.configuration())
+        let second = try HeraldTestServer.start(try TestEnvironment.configuration())
         defer { second.shutdown() }
         _ = try webhook(app, receiver.url, concurrency: 1)
         usleep(2_500_000)   // the second instance reads which apps deliver every 2 s

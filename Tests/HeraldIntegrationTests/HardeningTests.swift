@@ -43,7 +43,7 @@ struct HardeningTests {
         configuration.maxConnections = 40
         configuration.headerTimeoutSeconds = 2
         configuration.idleTimeoutSeconds = 60
-        let server = try HeraldCoreServer.start(configuration)
+        let server = try HeraldTestServer.start(configuration)
         defer { server.shutdown() }
         var slow: [Int32] = []
         defer { for fd in slow { close(fd) } }
@@ -132,7 +132,7 @@ struct HardeningTests {
         // Sizes each within the limit that add up past it, on a server with a 1,024-byte limit.
         var configuration = try TestEnvironment.configuration(databaseURL: environment.server.service.services.configuration.databaseURL)
         configuration.maxBodyBytes = 1024
-        let small = try HeraldCoreServer.start(configuration)
+        let small = try HeraldTestServer.start(configuration)
         defer { small.shutdown() }
         let sum = head(app.ingestKey) + "200\r\n" + String(repeating: " ", count: 512) + "\r\n201\r\n"
         let summed = try HTTPClient(port: small.port).raw(Array(sum.utf8), seconds: 3)

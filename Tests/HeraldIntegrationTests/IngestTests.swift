@@ -208,7 +208,7 @@ struct IngestTests {
         var configuration = try TestEnvironment.configuration(databaseURL: url)
         configuration.ingestMaxInFlight = 1
         configuration.ingestQueueMilliseconds = queueMilliseconds
-        let server = try HeraldCoreServer.start(configuration)
+        let server = try HeraldTestServer.start(configuration)
         let client = HTTPClient(port: server.port)
         let app = try cluster.makeApp()
         let blocker = try cluster.connection()

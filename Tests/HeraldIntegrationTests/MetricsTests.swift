@@ -18,7 +18,7 @@ struct MetricsTests {
     @Test("the exposition parses, and requests, events and jobs move their counters by exactly what happened")
     func countersFollowTheWork() throws {
         let environment = try TestEnvironment.shared()
-        let server = try HeraldCoreServer.start(try TestEnvironment.configuration())
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration())
         defer { server.shutdown() }
         // Its built-in delivery would claim and ack the jobs of other suites' webhook apps and
         // move the counters this test reads: this server only answers the test's requests.
@@ -102,7 +102,7 @@ struct MetricsTests {
 
     @Test("every metric the Grafana dashboard and the Prometheus rules name is in /metrics")
     func deployFilesNameRealMetrics() throws {
-        let server = try HeraldCoreServer.start(try TestEnvironment.configuration())
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration())
         defer { server.shutdown() }
         let exposition = try Self.parse(try HTTPClient(port: server.port).get("/metrics").text)
         var known: Set<String> = []

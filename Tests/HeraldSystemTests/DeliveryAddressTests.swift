@@ -18,7 +18,7 @@ struct DeliveryAddressTests {
     func internalAddresses() throws {
         let cluster = try PrivateCluster()
         defer { cluster.destroy() }
-        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url,
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: cluster.url,
                                                                                  overrides: ["HERALD_DELIVERY_ALLOW_PRIVATE": nil]))
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)

@@ -12,7 +12,7 @@ struct ReadinessTests {
     func outageAndRecovery() throws {
         let cluster = try PrivateCluster()
         defer { cluster.destroy() }
-        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
         let admin = TestEnvironment.adminToken
@@ -54,7 +54,7 @@ struct ReadinessTests {
     func restartLeavesNoDeadConnections() throws {
         let cluster = try PrivateCluster()
         defer { cluster.destroy() }
-        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
         let admin = TestEnvironment.adminToken
@@ -84,7 +84,7 @@ struct ReadinessTests {
     func schemaBehind() throws {
         let cluster = try PrivateCluster()
         defer { cluster.destroy() }
-        let server = try HeraldCoreServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
         defer { server.shutdown() }
         let client = HTTPClient(port: server.port)
         #expect(try client.get("/readyz").status == 200)

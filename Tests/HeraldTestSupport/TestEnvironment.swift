@@ -185,7 +185,7 @@ func eventually(seconds: Double = 15, _ condition: () throws -> Bool) rethrows -
 }
 
 /// Starts a separate in-process server with its own configuration (for limits and outages).
-enum HeraldCoreServer {
+enum HeraldTestServer {
     static func start(_ configuration: Configuration) throws -> HeraldServer {
         try HeraldServer(configuration: configuration, logger: Logger(level: .error) { _ in })
     }
