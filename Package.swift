@@ -59,7 +59,7 @@ let package = Package(
         // Pure tests: no database, no server (`swift test --filter HeraldUnitTests` runs anywhere).
         .testTarget(
             name: "HeraldUnitTests",
-            dependencies: ["HeraldApp", "HeraldAPI", "HeraldStore", "HeraldDomain", "HeraldTestSupport", "HTTPServer", "CMicroHTTPDHooks", "HTTPClient", "JSON", "Secrets"],
+            dependencies: ["HeraldApp", "HeraldAPI", "HeraldStore", "HeraldDomain", "HeraldTestSupport", "HTTPServer", "CMicroHTTPDHooks", "HTTPClient", "JSON", "Postgres", "Secrets"],
             swiftSettings: strict
         ),
         // What the tests that need PostgreSQL share: the environment (a server on an ephemeral port,

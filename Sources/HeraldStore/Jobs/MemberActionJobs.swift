@@ -14,6 +14,11 @@ package enum MemberActionJobs {
     package struct Item {
         package let event: IncomingEvent
         package let change: DomainEvent.MembershipChange
+
+        package init(event: IncomingEvent, change: DomainEvent.MembershipChange) {
+            self.event = event
+            self.change = change
+        }
     }
 
     /// The latest join and removal evidence of each (group, uid) of `changes`, keyed by
