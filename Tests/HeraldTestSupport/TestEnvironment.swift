@@ -39,6 +39,7 @@ final class TestEnvironment: Sendable {
         let logs = self.logs
         server = try HeraldServer(configuration: try Self.configuration(),
                                   logger: Logger(level: .debug) { line in logs.append(line) })
+        try server.start()
         client = HTTPClient(port: server.port)
     }
 
@@ -184,7 +185,9 @@ func eventually(seconds: Double = 15, _ condition: () throws -> Bool) rethrows -
 /// Starts a separate in-process server with its own configuration (for limits and outages).
 enum HeraldCoreServer {
     static func start(_ configuration: Configuration) throws -> HeraldServer {
-        try HeraldServer(configuration: configuration, logger: Logger(level: .error) { _ in })
+        let server = try HeraldServer(configuration: configuration, logger: Logger(level: .error) { _ in })
+        try server.start()
+        return server
     }
 }
 

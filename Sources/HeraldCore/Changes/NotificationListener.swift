@@ -19,8 +19,8 @@ public final class NotificationListener: Sendable {
     let delivery: DeliveryLoop?
     let logger: Logger
     private let stopping = Atomic<Bool>(false)
-    private let running = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    /// Signalled by `shutdown()`: what `run()` waits for when there is nothing to listen on.
+    private let stopSignal = DispatchSemaphore(value: 0)
 
     public init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, delivery: DeliveryLoop? = nil, logger: Logger) {
         self.connectionString = connectionString
@@ -30,24 +30,29 @@ public final class NotificationListener: Sendable {
         self.logger = logger
     }
 
-    public func start() {
-        guard connectionString != nil else { return }
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        stopping.store(false, ordering: .relaxed)
-        DispatchQueue(label: "herald.listen", qos: .userInitiated).async { [self] in
-            run()
-            finished.signal()
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    public var name: String { "notifications" }
+    /// It looks at the stop every half second at most.
+    public var shutdownTimeoutSeconds: Double? { 5 }
+
+    /// Listens until `shutdown()`, connecting again every second when the connection is lost
+    /// (a lost connection is never the end: the waiters look for themselves meanwhile). With
+    /// nothing to listen on it only waits for the shutdown.
+    public func run() {
+        guard connectionString != nil else {
+            stopSignal.wait()
+            return
         }
+        listen()
     }
 
-    public func stop() {
-        guard running.load(ordering: .relaxed) else { return }
+    /// Asks `run()` to return (within half a second).
+    public func shutdown() {
         stopping.store(true, ordering: .relaxed)
-        _ = finished.wait(timeout: .now() + 5)
-        running.store(false, ordering: .relaxed)
+        stopSignal.signal()
     }
 
-    private func run() {
+    private func listen() {
         var failures = 0
         while !stopping.load(ordering: .relaxed) {
             do {

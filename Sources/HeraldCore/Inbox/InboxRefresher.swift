@@ -4,7 +4,7 @@ import Postgres
 import Synchronization
 
 /// Brings the inbox sort key (`subscriptions.activity_at`) of busy threads' subscribers up to date
-/// in the background, on a queue of its own (docs/inbox.md).
+/// in the background, on a thread of its own (docs/inbox.md).
 ///
 /// A reply no longer rewrites every subscriber's row: ingest lists its thread in `stale_threads`,
 /// and the inbox reads such threads' rows with the thread's own activity until this loop has
@@ -28,8 +28,13 @@ public final class InboxRefresher: Sendable {
         self.batch = batch
     }
 
-    public func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    public var name: String { "inbox-refresh" }
+    public var shutdownTimeoutSeconds: Double? { 30 }
+
+    /// Refreshes rounds until `shutdown()`; a round that fails is logged and the next one comes.
+    public func run() {
+        loop.run { [self] in
             var refreshed = 0
             do {
                 refreshed = try runOnce()
@@ -47,7 +52,8 @@ public final class InboxRefresher: Sendable {
     /// Ingest listed threads: look soon (wakes that come together count once).
     public func wake() { loop.wake() }
 
-    public func stop() { loop.stop(timeout: 30) }
+    /// Asks `run()` to return after the round in progress.
+    public func shutdown() { loop.shutdown() }
 
     /// One round; returns how many threads were refreshed.
     @discardableResult

@@ -83,8 +83,13 @@ public final class DigestCloser: Sendable {
         self.pauseAfterDecidingMs = pauseAfterDecidingMs
     }
 
-    public func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    public var name: String { "digests" }
+    public var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Closes windows until `shutdown()`; a pass that fails is logged and tried again a second later.
+    public func run() {
+        loop.run { [self] in
             do {
                 return try runOnce() == Self.batch ? .again : .idle(seconds: intervalSeconds)
             } catch {
@@ -94,7 +99,8 @@ public final class DigestCloser: Sendable {
         }
     }
 
-    public func stop() { loop.stop(timeout: 10) }
+    /// Asks `run()` to return after the pass in progress.
+    public func shutdown() { loop.shutdown() }
 
     /// One pass over up to `batch` windows that ended; returns how many it closed.
     @discardableResult

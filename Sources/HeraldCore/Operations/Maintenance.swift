@@ -2,7 +2,7 @@ import Dispatch
 import Postgres
 import Synchronization
 
-/// Background housekeeping on a queue of its own (never Swift's cooperative pool): forgets
+/// Background housekeeping on a thread of its own (never Swift's cooperative pool): forgets
 /// dedupe records, rejected events, finished jobs and fan-out tasks older than the retention,
 /// in small batches.
 public final class Maintenance: Sendable {
@@ -19,9 +19,15 @@ public final class Maintenance: Sendable {
         self.intervalSeconds = intervalSeconds
     }
 
-    /// Starts the loop: a pass soon after start, then every `intervalSeconds`.
-    public func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    public var name: String { "maintenance" }
+    /// A pass in progress finishes first.
+    public var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Runs until `shutdown()`: a pass a minute after start, then every `intervalSeconds`; a pass
+    /// that fails is logged and the next one comes at its time.
+    public func run() {
+        loop.run { [self] in
             do {
                 let removed = try runOnce()
                 if removed > 0 { logger.info("maintenance", ["removed": .int(removed)]) }
@@ -32,8 +38,8 @@ public final class Maintenance: Sendable {
         }
     }
 
-    /// Stops the loop; a pass in progress finishes first (waited for up to 10 s).
-    public func stop() { loop.stop(timeout: 10) }
+    /// Asks `run()` to return; a pass in progress finishes first.
+    public func shutdown() { loop.shutdown() }
 
     /// One pass; returns how many rows were removed.
     @discardableResult
