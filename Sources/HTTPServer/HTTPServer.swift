@@ -10,8 +10,8 @@ import Synchronization
 /// concurrency, not by cores.
 ///
 /// `@unchecked Sendable`: the daemon handle is written by `start()` and `shutdown()` only, which
-/// the owner calls from one thread, before and after the pool threads run; everything the pool
-/// threads share is atomic or immutable.
+/// the owner calls one after the other (never at once), before and after the pool threads run;
+/// everything the pool threads share is atomic or immutable.
 public final class HTTPServer: @unchecked Sendable {
     /// Listening address and limits.
     public struct Configuration: Sendable {

@@ -18,79 +18,80 @@ struct MetricsTests {
     @Test("the exposition parses, and requests, events and jobs move their counters by exactly what happened")
     func countersFollowTheWork() throws {
         let environment = try TestEnvironment.shared()
-        let server = try HeraldTestServer.start(try TestEnvironment.configuration())
-        defer { server.shutdown() }
-        // Its built-in delivery would claim and ack the jobs of other suites' webhook apps and
-        // move the counters this test reads: this server only answers the test's requests.
-        server.delivery.stop()
-        let client = HTTPClient(port: server.port)
-        let app = try environment.makeApp(prefix: "metrics")
+        // In a database of its own: a server on the shared one would deliver (claim and ack) the
+        // jobs of other suites' webhook apps and move the counters this test reads.
+        try environment.withDatabaseOfItsOwn(prefix: "metrics") { databaseURL in
+            let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: databaseURL))
+            defer { server.shutdown() }
+            let client = HTTPClient(port: server.port)
+            let app = try environment.makeApp(prefix: "metrics", client: client)
 
-        let before = try Self.parse(try client.get("/metrics").text)
-        // 3 members; a thread start by alice notifies bob and carol; a duplicate and a rejected event.
-        let past = nowMilliseconds() - 60_000
-        let events = ["alice", "bob", "carol"].map { Events.member("j-\($0)", "member.joined", uid: $0, at: past - 1000) }
-            + [Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello")]
-        var response = try client.post("/v1/events", token: app.ingestKey, json: Events.json(events),
+            let before = try Self.parse(try client.get("/metrics").text)
+            // 3 members; a thread start by alice notifies bob and carol; a duplicate and a rejected event.
+            let past = nowMilliseconds() - 60_000
+            let events = ["alice", "bob", "carol"].map { Events.member("j-\($0)", "member.joined", uid: $0, at: past - 1000) }
+                + [Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello")]
+            var response = try client.post("/v1/events", token: app.ingestKey, json: Events.json(events),
+                                           headers: ["Content-Type": "application/cloudevents-batch+json"])
+            #expect(response.status == 200, "\(response.text)")
+            response = try client.post("/v1/events", token: app.ingestKey,
+                                       json: Events.json([Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello"),
+                                                          ["specversion": "1.0"]]),
                                        headers: ["Content-Type": "application/cloudevents-batch+json"])
-        #expect(response.status == 200, "\(response.text)")
-        response = try client.post("/v1/events", token: app.ingestKey,
-                                   json: Events.json([Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello"),
-                                                      ["specversion": "1.0"]]),
-                                   headers: ["Content-Type": "application/cloudevents-batch+json"])
-        #expect(response.status == 200, "\(response.text)")
-        let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 10}"#)
-        let jobs = claimed.json["jobs"] as? [[String: Any]] ?? []
-        #expect(jobs.count == 2)
-        let first = try #require(jobs.first)
-        let acked = try client.post("/v1/jobs/ack", token: app.workerKey,
-                                    json: Events.json(["jobs": [["id": first["id"]!, "attempt": first["attempt"]!]]]))
-        #expect(acked.json["acked"] as? Int == 1)
-        let second = try #require(jobs.last)
-        let failed = try client.post("/v1/jobs/fail", token: app.workerKey,
-                                     json: Events.json(["jobs": [["id": second["id"]!, "attempt": second["attempt"]!, "retryable": false]]]))
-        #expect(failed.json["dead"] as? Int == 1)
-        _ = try client.get("/v1/nowhere")
-        _ = try client.get("/v1/users/bob/threads") // no token: 401
+            #expect(response.status == 200, "\(response.text)")
+            let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 10}"#)
+            let jobs = claimed.json["jobs"] as? [[String: Any]] ?? []
+            #expect(jobs.count == 2)
+            let first = try #require(jobs.first)
+            let acked = try client.post("/v1/jobs/ack", token: app.workerKey,
+                                        json: Events.json(["jobs": [["id": first["id"]!, "attempt": first["attempt"]!]]]))
+            #expect(acked.json["acked"] as? Int == 1)
+            let second = try #require(jobs.last)
+            let failed = try client.post("/v1/jobs/fail", token: app.workerKey,
+                                         json: Events.json(["jobs": [["id": second["id"]!, "attempt": second["attempt"]!, "retryable": false]]]))
+            #expect(failed.json["dead"] as? Int == 1)
+            _ = try client.get("/v1/nowhere")
+            _ = try client.get("/v1/users/bob/threads") // no token: 401
 
-        let metricsResponse = try client.get("/metrics")
-        #expect(metricsResponse.status == 200)
-        #expect(metricsResponse.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
-        let after = try Self.parse(metricsResponse.text)
+            let metricsResponse = try client.get("/metrics")
+            #expect(metricsResponse.status == 200)
+            #expect(metricsResponse.headers["content-type"]?.hasPrefix("text/plain; version=0.0.4") == true)
+            let after = try Self.parse(metricsResponse.text)
 
-        func delta(_ series: String) -> Double { (after.value(series) ?? 0) - (before.value(series) ?? 0) }
-        #expect(delta(#"herald_events_total{result="accepted"}"#) == 4)
-        #expect(delta(#"herald_events_total{result="duplicate"}"#) == 1)
-        #expect(delta(#"herald_events_total{result="rejected"}"#) == 1)
-        #expect(delta("herald_jobs_produced_total") == 2)
-        #expect(delta("herald_jobs_claimed_total") == 2)
-        #expect(delta("herald_jobs_acked_total") == 1)
-        #expect(delta(#"herald_jobs_failed_total{outcome="dead"}"#) == 1)
-        #expect(delta(#"herald_jobs_failed_total{outcome="retry"}"#) == 0)
-        #expect(delta(#"herald_http_requests_total{method="POST",route="/v1/events",status="200"}"#) == 2)
-        #expect(delta(#"herald_http_requests_total{method="GET",route="unmatched",status="404"}"#) == 1)
-        #expect(delta(#"herald_http_requests_total{method="GET",route="/v1/users/{uid}/threads",status="401"}"#) == 1)
-        #expect(delta(#"herald_http_requests_total{method="GET",route="/metrics",status="200"}"#) == 1,
-                "the first scrape is counted once it is answered")
-        #expect(delta(#"herald_http_request_duration_seconds_count{method="POST",route="/v1/events"}"#) == 2)
-        #expect(after.types["herald_http_request_duration_seconds"] == "histogram")
-        #expect(after.types["herald_jobs_queue_depth"] == "gauge")
-        #expect(after.value("herald_database_up") == 1)
-        #expect((after.value(#"herald_jobs_queue_depth{state="dead"}"#) ?? 0) >= 1)
-        #expect(after.value("herald_jobs_oldest_ready_age_seconds") != nil)
-        #expect(after.value(#"herald_db_pool_connections_max{pool="request"}"#) == Double(server.database.configuration.size))
-        #expect(after.value(#"herald_db_pool_connections_max{pool="delivery"}"#) == Double(server.deliveryDatabase.configuration.size))
-        #expect(after.value(#"herald_db_pool_connections_in_use{pool="request"}"#) != nil)
-        #expect(after.value(#"herald_db_pool_waiting{pool="delivery"}"#) == 0)
-        #expect(after.value(#"herald_long_polls_waiting{kind="feed"}"#) == 0)
-        #expect(after.value(#"herald_long_polls_waiting{kind="claim"}"#) == 0)
-        #expect(after.value("herald_long_polls_max") == Double(try TestEnvironment.configuration().maxLongPolls))
-        #expect(after.value(#"herald_build_info{version="\#(CommandLineTool.version)"}"#) == 1)
-        #expect((after.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
-        // No tenant or user identifiers, nor keys, in the labels.
-        #expect(!metricsResponse.text.contains(app.id))
-        #expect(!metricsResponse.text.contains("alice"))
-        #expect(!metricsResponse.text.contains("hk_"))
+            func delta(_ series: String) -> Double { (after.value(series) ?? 0) - (before.value(series) ?? 0) }
+            #expect(delta(#"herald_events_total{result="accepted"}"#) == 4)
+            #expect(delta(#"herald_events_total{result="duplicate"}"#) == 1)
+            #expect(delta(#"herald_events_total{result="rejected"}"#) == 1)
+            #expect(delta("herald_jobs_produced_total") == 2)
+            #expect(delta("herald_jobs_claimed_total") == 2)
+            #expect(delta("herald_jobs_acked_total") == 1)
+            #expect(delta(#"herald_jobs_failed_total{outcome="dead"}"#) == 1)
+            #expect(delta(#"herald_jobs_failed_total{outcome="retry"}"#) == 0)
+            #expect(delta(#"herald_http_requests_total{method="POST",route="/v1/events",status="200"}"#) == 2)
+            #expect(delta(#"herald_http_requests_total{method="GET",route="unmatched",status="404"}"#) == 1)
+            #expect(delta(#"herald_http_requests_total{method="GET",route="/v1/users/{uid}/threads",status="401"}"#) == 1)
+            #expect(delta(#"herald_http_requests_total{method="GET",route="/metrics",status="200"}"#) == 1,
+                    "the first scrape is counted once it is answered")
+            #expect(delta(#"herald_http_request_duration_seconds_count{method="POST",route="/v1/events"}"#) == 2)
+            #expect(after.types["herald_http_request_duration_seconds"] == "histogram")
+            #expect(after.types["herald_jobs_queue_depth"] == "gauge")
+            #expect(after.value("herald_database_up") == 1)
+            #expect((after.value(#"herald_jobs_queue_depth{state="dead"}"#) ?? 0) >= 1)
+            #expect(after.value("herald_jobs_oldest_ready_age_seconds") != nil)
+            #expect(after.value(#"herald_db_pool_connections_max{pool="request"}"#) == Double(server.database.configuration.size))
+            #expect(after.value(#"herald_db_pool_connections_max{pool="delivery"}"#) == Double(server.deliveryDatabase.configuration.size))
+            #expect(after.value(#"herald_db_pool_connections_in_use{pool="request"}"#) != nil)
+            #expect(after.value(#"herald_db_pool_waiting{pool="delivery"}"#) == 0)
+            #expect(after.value(#"herald_long_polls_waiting{kind="feed"}"#) == 0)
+            #expect(after.value(#"herald_long_polls_waiting{kind="claim"}"#) == 0)
+            #expect(after.value("herald_long_polls_max") == Double(try TestEnvironment.configuration().maxLongPolls))
+            #expect(after.value(#"herald_build_info{version="\#(CommandLineTool.version)"}"#) == 1)
+            #expect((after.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+            // No tenant or user identifiers, nor keys, in the labels.
+            #expect(!metricsResponse.text.contains(app.id))
+            #expect(!metricsResponse.text.contains("alice"))
+            #expect(!metricsResponse.text.contains("hk_"))
+        }
     }
 
     /// The metric names a file uses: `herald_…` and `process_…` words, a histogram's

@@ -74,39 +74,40 @@ struct LargeGroupTests {
     @Test("a 20,000-member group fan-out completes exactly once when the process is killed midway and restarted")
     func killedMidway() throws {
         let environment = try TestEnvironment.shared()
-        let databaseURL = try #require(environment.server.service.services.configuration.databaseURL)
-        let app = try environment.makeApp(prefix: "big20k")
-        let members = (0..<20_000).map { String(format: "member%05d", $0) }
-        #expect(try app.setMembers("g1", members, client: environment.client).json["count"] as? Int == 20_000)
-        // The shared in-process server must not take the task: leave it to the child processes.
-        environment.server.service.services.fanout.stop()
-        defer { environment.server.service.services.fanout.start() }
+        // In a database of its own: the shared in-process server must not take the task (its
+        // services are not stopped one by one), so the child processes are alone with it.
+        try environment.withDatabaseOfItsOwn(prefix: "big20k") { databaseURL in
+            let first = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_FANOUT_LEASE_SECONDS": "2"])
+            let app = try environment.makeApp(prefix: "big20k", client: first.client)
+            let members = (0..<20_000).map { String(format: "member%05d", $0) }
+            #expect(try app.setMembers("g1", members, client: first.client).json["count"] as? Int == 20_000)
 
-        let first = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_FANOUT_LEASE_SECONDS": "2"])
-        let started = Date()
-        let response = try app.post([Events.message("e1", id: "big", sender: "member00000", at: past, text: "all hands")],
-                                    client: first.client)
-        #expect(response.json["accepted"] as? Int == 1)
-        let connection = try environment.connection()
-        #expect(eventually(seconds: 60) { ((try? jobCount(connection, app.id).0) ?? 0) >= 3000 })
-        first.signal(SIGKILL)
-        _ = first.wait()
-        let atKill = try jobCount(connection, app.id).0
-        #expect(atKill < 19_999, "killed before the end (\(atKill) jobs)")
+            let started = Date()
+            let response = try app.post([Events.message("e1", id: "big", sender: "member00000", at: past, text: "all hands")],
+                                        client: first.client)
+            #expect(response.json["accepted"] as? Int == 1)
+            let connection = try PostgresConnection(connectionString: databaseURL)
+            defer { connection.close() }
+            #expect(eventually(seconds: 60) { ((try? jobCount(connection, app.id).0) ?? 0) >= 3000 })
+            first.signal(SIGKILL)
+            _ = first.wait()
+            let atKill = try jobCount(connection, app.id).0
+            #expect(atKill < 19_999, "killed before the end (\(atKill) jobs)")
 
-        let second = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_FANOUT_LEASE_SECONDS": "2"])
-        #expect(eventually(seconds: 120) { (try? jobCount(connection, app.id).0) == 19_999 })
-        let elapsed = Date().timeIntervalSince(started)
-        usleep(500_000)
-        let (jobs, recipients) = try jobCount(connection, app.id)
-        #expect(jobs == 19_999, "every member but the sender")
-        #expect(recipients == 19_999, "one job each")
-        // The task is marked done by the round after its last chunk: it may trail the jobs a little.
-        #expect(eventually(seconds: 10) {
-            (try? connection.query("SELECT done FROM fanout_tasks WHERE app = \(app.id)").first?.decode(0, as: Bool.self)) == true
-        }, "the task is done")
-        print("large-group fan-out: 19,999 jobs in \(String(format: "%.1f", elapsed)) s including a kill and a restart")
-        second.signal(SIGTERM)
-        #expect(second.wait() == 0)
+            let second = try ServerProcess(databaseURL: databaseURL, environment: ["HERALD_FANOUT_LEASE_SECONDS": "2"])
+            #expect(eventually(seconds: 120) { (try? jobCount(connection, app.id).0) == 19_999 })
+            let elapsed = Date().timeIntervalSince(started)
+            usleep(500_000)
+            let (jobs, recipients) = try jobCount(connection, app.id)
+            #expect(jobs == 19_999, "every member but the sender")
+            #expect(recipients == 19_999, "one job each")
+            // The task is marked done by the round after its last chunk: it may trail the jobs a little.
+            #expect(eventually(seconds: 10) {
+                (try? connection.query("SELECT done FROM fanout_tasks WHERE app = \(app.id)").first?.decode(0, as: Bool.self)) == true
+            }, "the task is done")
+            print("large-group fan-out: 19,999 jobs in \(String(format: "%.1f", elapsed)) s including a kill and a restart")
+            second.signal(SIGTERM)
+            #expect(second.wait() == 0)
+        }
     }
 }

@@ -42,6 +42,7 @@ final class TestEnvironment: Sendable {
         let logs = self.logs
         server = try HeraldServer(configuration: try Self.configuration(),
                                   logger: Logger(level: .debug) { line in logs.append(line) })
+        try server.start()
         client = HTTPClient(port: server.port)
     }
 
@@ -187,7 +188,9 @@ func eventually(seconds: Double = 15, _ condition: () throws -> Bool) rethrows -
 /// Starts a separate in-process server with its own configuration (for limits and outages).
 enum HeraldTestServer {
     static func start(_ configuration: Configuration) throws -> HeraldServer {
-        try HeraldServer(configuration: configuration, logger: Logger(level: .error) { _ in })
+        let server = try HeraldServer(configuration: configuration, logger: Logger(level: .error) { _ in })
+        try server.start()
+        return server
     }
 }
 

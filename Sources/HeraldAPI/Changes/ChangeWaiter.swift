@@ -66,16 +66,22 @@ package final class ChangeWaiter: Sendable {
         loop.wake()
     }
 
-    package func start() {
-        closed.store(false, ordering: .relaxed)
-        loop.start(pass: { [self] in pass() }, drain: { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "change-waiter" }
+    package var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Reads the due feeds until `shutdown()`, then answers whoever still waits. A feed's error
+    /// is that feed's answer (503, 500), never the loop's end.
+    package func run() {
+        loop.run(pass: { [self] in pass() }, drain: { [self] in
             for (id, item) in state.withLock({ Array($0.items) }) { finish(id, item.empty()) }
         })
     }
 
-    package func stop() {
+    /// Asks `run()` to answer every waiting feed and return; feeds that arrive afterwards do not wait.
+    package func shutdown() {
         closed.store(true, ordering: .relaxed)
-        loop.stop(timeout: 10)
+        loop.shutdown()
     }
 
     /// Answers a waiting feed (once: a feed already answered is left alone) and frees its slot.

@@ -7,7 +7,7 @@ import Synchronization
 import JSON
 
 /// Long-poll claims (`waitSeconds`) wait here, not on a server thread: their connections are
-/// suspended, and a loop on a queue of its own retries each claim when jobs come — ingest on this
+/// suspended, and a loop on a thread of its own retries each claim when jobs come — ingest on this
 /// instance wakes it, and `NotificationListener` does on NOTIFY herald_jobs (a statement that
 /// added jobs on any instance: sql/functions/3_changes.sql; a release or retry: `JobQueue`) —
 /// or when the next job of a waiting app becomes claimable (a retry's backoff ends, a lease
@@ -29,7 +29,7 @@ package final class JobWaiter: Sendable {
     /// runs mark its app due for the next pass: never lost. Each app's claims are tried oldest first.
     private let state = Mutex(WaitingSet<Waiting>())
     private let loop = BackgroundLoop(label: "herald.jobs.wait")
-    /// Set by `stop()`: a claim that comes later is answered at once, never left waiting.
+    /// Set by `shutdown()`: a claim that comes later is answered at once, never left waiting.
     private let closed = Atomic<Bool>(false)
     /// Whether `NotificationListener` is connected (it sets this).
     package let listening = Atomic<Bool>(false)
@@ -66,19 +66,24 @@ package final class JobWaiter: Sendable {
         loop.wake()
     }
 
-    package func start() {
-        closed.store(false, ordering: .relaxed)
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "job-waiter" }
+    package var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Tries the waiting claims until `shutdown()`, then answers whoever still waits. A claim's
+    /// error is that claim's answer (503, 500), never the loop's end.
+    package func run() {
         // When woken (new jobs, a new claim) or when the next job or deadline is due.
-        loop.start(pass: { [self] in pass() }, drain: { [self] in
+        loop.run(pass: { [self] in pass() }, drain: { [self] in
             // Answer whoever still waits, so that shutdown can drain.
             for id in state.withLock({ Array($0.items.keys) }) { finish(id, Response.json(ClaimedJobs(jobs: []))) }
         })
     }
 
-    /// Answers every waiting claim and stops; claims that arrive afterwards do not wait.
-    package func stop() {
+    /// Asks `run()` to answer every waiting claim and return; claims that arrive afterwards do not wait.
+    package func shutdown() {
         closed.store(true, ordering: .relaxed)
-        loop.stop(timeout: 10)
+        loop.shutdown()
     }
 
     /// Answers a waiting claim (once) and frees its slot.

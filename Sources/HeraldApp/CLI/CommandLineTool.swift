@@ -60,7 +60,8 @@ package struct CommandLineTool {
             Usage: herald serve
 
             Applies pending migrations, then serves the HTTP API. SIGTERM or SIGINT stops accepting
-            connections, lets requests in flight finish, closes the database pool and exits 0.
+            connections, lets requests in flight finish, closes the database pool and exits 0. A
+            background service that ends unexpectedly stops the others the same way, then exits 1.
 
             Environment:
 
@@ -223,14 +224,18 @@ package struct CommandLineTool {
         }
         let server: HeraldServer
         do {
-            server = try HeraldServer(configuration: configuration, logger: logger)
+            // A service that ends unexpectedly has stopped the others when this is called: the
+            // wait below ends, and serve exits 1.
+            server = try HeraldServer(configuration: configuration, logger: logger) { _ in stop.signal() }
+            try server.start()
         } catch {
             logger.error("start failed", ["error": .string(String(describing: error))])
             throw Failure(message: "start failed: \(error)")
         }
         stop.wait()
-        server.shutdown()
+        server.shutdown()   // after an unexpected end, the services are stopped already
         for source in sources { source.cancel() }
+        if let end = server.unexpectedEnd { throw Failure(message: end.description) }
     }
 
     private func apps(_ words: [String]) throws {

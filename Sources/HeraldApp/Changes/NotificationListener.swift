@@ -22,8 +22,8 @@ package final class NotificationListener: Sendable {
     package let delivery: DeliveryLoop?
     package let logger: Logger
     private let stopping = Atomic<Bool>(false)
-    private let running = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
+    /// Signalled by `shutdown()`: what `run()` waits for when there is nothing to listen on.
+    private let stopSignal = DispatchSemaphore(value: 0)
 
     package init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, delivery: DeliveryLoop? = nil, logger: Logger) {
         self.connectionString = connectionString
@@ -33,24 +33,29 @@ package final class NotificationListener: Sendable {
         self.logger = logger
     }
 
-    package func start() {
-        guard connectionString != nil else { return }
-        guard !running.exchange(true, ordering: .relaxed) else { return }
-        stopping.store(false, ordering: .relaxed)
-        DispatchQueue(label: "herald.listen", qos: .userInitiated).async { [self] in
-            run()
-            finished.signal()
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "notifications" }
+    /// It looks at the stop every half second at most.
+    package var shutdownTimeoutSeconds: Double? { 5 }
+
+    /// Listens until `shutdown()`, connecting again every second when the connection is lost
+    /// (a lost connection is never the end: the waiters look for themselves meanwhile). With
+    /// nothing to listen on it only waits for the shutdown.
+    package func run() {
+        guard connectionString != nil else {
+            stopSignal.wait()
+            return
         }
+        listen()
     }
 
-    package func stop() {
-        guard running.load(ordering: .relaxed) else { return }
+    /// Asks `run()` to return (within half a second).
+    package func shutdown() {
         stopping.store(true, ordering: .relaxed)
-        _ = finished.wait(timeout: .now() + 5)
-        running.store(false, ordering: .relaxed)
+        stopSignal.signal()
     }
 
-    private func run() {
+    private func listen() {
         var failures = 0
         while !stopping.load(ordering: .relaxed) {
             do {

@@ -52,8 +52,15 @@ package final class DeliveryLoop: Sendable {
     /// An app's settings changed: read them now.
     package func refresh() { loop.wake() }
 
-    package func start() {
-        loop.start(pass: { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "delivery" }
+    /// The deliverers finish their requests in flight (up to 60 s each, together).
+    package var shutdownTimeoutSeconds: Double? { 90 }
+
+    /// Keeps a deliverer per delivering app until `shutdown()`, then stops them together. Reading
+    /// the apps that deliver may fail while the database is away: logged, and read again in 2 s.
+    package func run() {
+        loop.run(pass: { [self] in
             do {
                 try reconcile()
             } catch {
@@ -75,7 +82,8 @@ package final class DeliveryLoop: Sendable {
         group.wait()
     }
 
-    package func stop() { loop.stop(timeout: 90) }
+    /// Asks `run()` to stop the deliverers and return.
+    package func shutdown() { loop.shutdown() }
 
     /// Starts a deliverer for each app that delivers, passes it its settings, and stops those
     /// of apps that no longer do.

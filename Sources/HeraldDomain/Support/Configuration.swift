@@ -62,6 +62,10 @@ package struct Configuration: Sendable, Equatable {
     /// Tests only (`HERALD_TEST_DIGEST_PAUSE_MS`): milliseconds a digest pass waits after deciding,
     /// before writing, so that a test can kill Herald there (SPEC §17: exactly once across a crash).
     package var testDigestPauseMs = 0
+    /// Tests only (`HERALD_TEST_END_SERVICE`): the name of a service (`maintenance`, `http`, …)
+    /// whose `run()` ends with an error a second after it starts, so that a test sees Herald
+    /// notice a service that ended (`ServiceGroup`).
+    package var testEndService: String?
     /// Seconds a shutdown waits for requests in flight (`HERALD_DRAIN_TIMEOUT_SECONDS`).
     package var drainTimeoutSeconds: Int
     /// `debug`, `info`, `warn` or `error` (`HERALD_LOG_LEVEL`).
@@ -106,6 +110,7 @@ package struct Configuration: Sendable, Equatable {
         ("HERALD_FANOUT_LEASE_SECONDS", "lease of a large-group fan-out task (default 60)"),
         ("HERALD_LOG_LEVEL", "debug, info, warn or error (default info)"),
         ("HERALD_TEST_DIGEST_PAUSE_MS", "tests only: a digest pass waits this long between deciding and writing (default 0)"),
+        ("HERALD_TEST_END_SERVICE", "tests only: this service (maintenance, http, …) ends with an error a second after it starts (default none)"),
         ("HERALD_MIGRATIONS_DIR", "folder of the SQL migrations (default: found beside the binary)"),
         ("HERALD_OPENAPI_FILE", "the OpenAPI document served at /openapi.json (default: openapi/openapi.json found beside the binary)"),
         ("HERALD_CONSOLE_DIR", "the operator console's files, served at /console/ (default: console/ found beside the binary)"),
@@ -167,6 +172,7 @@ package struct Configuration: Sendable, Equatable {
         if let lease = try integer("HERALD_FANOUT_LEASE_SECONDS", 1...3600) { fanoutLeaseSeconds = lease }
         if let drain = try integer("HERALD_DRAIN_TIMEOUT_SECONDS", 0...3_600) { drainTimeoutSeconds = drain }
         if let pause = try integer("HERALD_TEST_DIGEST_PAUSE_MS", 0...600_000) { testDigestPauseMs = pause }
+        testEndService = value("HERALD_TEST_END_SERVICE")
         if let level = value("HERALD_LOG_LEVEL") {
             guard let parsed = LogLevel(rawValue: level.lowercased()) else {
                 throw ConfigurationError(variable: "HERALD_LOG_LEVEL", message: "must be debug, info, warn or error, got \(level.debugDescription)")

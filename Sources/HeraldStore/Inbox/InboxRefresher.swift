@@ -5,7 +5,7 @@ import Postgres
 import Synchronization
 
 /// Brings the inbox sort key (`subscriptions.activity_at`) of busy threads' subscribers up to date
-/// in the background, on a queue of its own (docs/inbox.md).
+/// in the background, on a thread of its own (docs/inbox.md).
 ///
 /// A reply no longer rewrites every subscriber's row: ingest lists its thread in `stale_threads`,
 /// and the inbox reads such threads' rows with the thread's own activity until this loop has
@@ -29,8 +29,13 @@ package final class InboxRefresher: Sendable {
         self.batch = batch
     }
 
-    package func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "inbox-refresh" }
+    package var shutdownTimeoutSeconds: Double? { 30 }
+
+    /// Refreshes rounds until `shutdown()`; a round that fails is logged and the next one comes.
+    package func run() {
+        loop.run { [self] in
             var refreshed = 0
             do {
                 refreshed = try runOnce()
@@ -48,7 +53,8 @@ package final class InboxRefresher: Sendable {
     /// Ingest listed threads: look soon (wakes that come together count once).
     package func wake() { loop.wake() }
 
-    package func stop() { loop.stop(timeout: 30) }
+    /// Asks `run()` to return after the round in progress.
+    package func shutdown() { loop.shutdown() }
 
     /// One round; returns how many threads were refreshed.
     @discardableResult

@@ -83,8 +83,13 @@ package final class DigestCloser: Sendable {
         self.pauseAfterDecidingMs = pauseAfterDecidingMs
     }
 
-    package func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "digests" }
+    package var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Closes windows until `shutdown()`; a pass that fails is logged and tried again a second later.
+    package func run() {
+        loop.run { [self] in
             do {
                 return try runOnce() == Self.batch ? .again : .idle(seconds: intervalSeconds)
             } catch {
@@ -94,7 +99,8 @@ package final class DigestCloser: Sendable {
         }
     }
 
-    package func stop() { loop.stop(timeout: 10) }
+    /// Asks `run()` to return after the pass in progress.
+    package func shutdown() { loop.shutdown() }
 
     /// One pass over up to `batch` windows that ended; returns how many it closed.
     @discardableResult

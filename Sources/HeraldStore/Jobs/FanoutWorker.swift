@@ -3,7 +3,7 @@ import Dispatch
 import Postgres
 import Synchronization
 
-/// Produces the jobs of large-group messages outside the request (SPEC §8.3), on a queue of its
+/// Produces the jobs of large-group messages outside the request (SPEC §8.3), on a thread of its
 /// own: a task is leased, then worked a chunk of members at a time; each chunk commits its jobs
 /// together with the task's cursor. A worker that dies loses its lease, and whoever takes the
 /// task next resumes from the last committed chunk; jobs stay one per (event, recipient).
@@ -23,8 +23,15 @@ package final class FanoutWorker: Sendable {
         self.chunkSize = chunkSize
     }
 
-    package func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "fanout" }
+    /// The chunk in progress finishes first.
+    package var shutdownTimeoutSeconds: Double? { 30 }
+
+    /// Works the tasks until `shutdown()`; every error a task meets is logged and the task looked
+    /// at again later (its lease runs out), so only a shutdown ends it.
+    package func run() {
+        loop.run { [self] in
             do {
                 if try runTask() { return .again }
             } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
@@ -40,8 +47,8 @@ package final class FanoutWorker: Sendable {
     /// Asks the worker to look for tasks now.
     package func wake() { loop.wake() }
 
-    /// Stops after the chunk in progress; `start()` may run it again.
-    package func stop() { loop.stop(timeout: 30) }
+    /// Asks `run()` to return after the chunk in progress.
+    package func shutdown() { loop.shutdown() }
 
     /// Leases one task and works it to the end; false when there was none.
     @discardableResult

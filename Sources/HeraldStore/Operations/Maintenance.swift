@@ -3,7 +3,7 @@ import Dispatch
 import Postgres
 import Synchronization
 
-/// Background housekeeping on a queue of its own (never Swift's cooperative pool): forgets
+/// Background housekeeping on a thread of its own (never Swift's cooperative pool): forgets
 /// dedupe records, rejected events, finished jobs and fan-out tasks older than the retention,
 /// in small batches.
 package final class Maintenance: Sendable {
@@ -20,9 +20,15 @@ package final class Maintenance: Sendable {
         self.intervalSeconds = intervalSeconds
     }
 
-    /// Starts the loop: a pass soon after start, then every `intervalSeconds`.
-    package func start() {
-        loop.start { [self] in
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "maintenance" }
+    /// A pass in progress finishes first.
+    package var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Runs until `shutdown()`: a pass a minute after start, then every `intervalSeconds`; a pass
+    /// that fails is logged and the next one comes at its time.
+    package func run() {
+        loop.run { [self] in
             do {
                 let removed = try runOnce()
                 if removed > 0 { logger.info("maintenance", ["removed": .int(removed)]) }
@@ -33,8 +39,8 @@ package final class Maintenance: Sendable {
         }
     }
 
-    /// Stops the loop; a pass in progress finishes first (waited for up to 10 s).
-    package func stop() { loop.stop(timeout: 10) }
+    /// Asks `run()` to return; a pass in progress finishes first.
+    package func shutdown() { loop.shutdown() }
 
     /// One pass; returns how many rows were removed.
     @discardableResult

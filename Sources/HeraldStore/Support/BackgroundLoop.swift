@@ -2,10 +2,11 @@ import HeraldDomain
 import Dispatch
 import Synchronization
 
-/// One background loop on a Dispatch queue of its own (a blocking database call there never
-/// starves Swift's cooperative pool): `start(pass:drain:)` runs `pass` until stopped, and after
-/// each pass waits as the pass says. The closures live only while the loop runs. Used by every background worker (`FanoutWorker`, `JobWaiter`, `InboxRefresher`,
-/// `Maintenance`), so start, wake, stop and drain behave alike.
+/// One background loop: `run(pass:drain:)` runs `pass` until `shutdown()`, and after each pass
+/// waits as the pass says, on the calling thread — a service's own (`ServiceGroup`), so a
+/// blocking database call there never starves Swift's cooperative pool. Used by every background
+/// worker (`FanoutWorker`, `JobWaiter`, `ChangeWaiter`, `InboxRefresher`, `Maintenance`,
+/// `DigestCloser`, `DeliveryLoop` and its `AppDeliverer`s), so run, wake, stop and drain behave alike.
 package final class BackgroundLoop: Sendable {
     /// What the loop does after a pass.
     package enum Next: Sendable {
@@ -34,20 +35,47 @@ package final class BackgroundLoop: Sendable {
         self.firstWait = firstWait
     }
 
-    /// Whether `stop()` has been asked and the loop has not finished yet.
+    /// Whether a stop has been asked and the loop has not finished yet.
     package var isStopping: Bool { stopping.load(ordering: .relaxed) }
 
-    /// Starts the loop; a second call while it runs does nothing. `drain` runs after the last
-    /// pass, on the loop's queue, before `stop()` returns.
+    /// Runs the loop on this thread until `shutdown()`, then `drain`; returns once drained. A
+    /// pass that throws ends the loop as a shutdown would (the drain runs) and the error is
+    /// thrown, so that the service's end is noticed; a pass that can meet a passing error (the
+    /// database away) catches it and says when to look again. A second call while it runs
+    /// returns at once.
+    package func run(pass: () throws -> Next, drain: () -> Void = {}) rethrows {
+        guard !running.exchange(true, ordering: .relaxed) else { return }
+        defer {
+            stopping.store(false, ordering: .relaxed)
+            woken.store(false, ordering: .relaxed)
+            running.store(false, ordering: .relaxed)
+        }
+        try loop(pass: pass, drain: drain)
+    }
+
+    /// Asks `run` to return after the pass in progress and the drain; does not wait. Asked before
+    /// `run` starts, `run` returns at once (after the drain).
+    package func shutdown() {
+        if !stopping.exchange(true, ordering: .relaxed) { signal.signal() }
+    }
+
+    /// Starts the loop on a Dispatch queue of its own, for a loop that another one owns and
+    /// stops (`AppDeliverer`, one per delivering app); a second call while it runs does
+    /// nothing. `drain` runs after the last pass, on the loop's queue, before `stop()` returns.
     package func start(pass: @escaping @Sendable () -> Next, drain: @escaping @Sendable () -> Void = {}) {
         guard !running.exchange(true, ordering: .relaxed) else { return }
         DispatchQueue(label: label, qos: qos).async { [self] in
-            wait(firstWait)
-            while !stopping.load(ordering: .relaxed) {
-                wait(pass())
-            }
-            drain()
+            loop(pass: pass, drain: drain)
             finished.signal()
+        }
+    }
+
+    /// The loop itself: the first wait, passes until a stop is asked (or one throws), the drain.
+    private func loop(pass: () throws -> Next, drain: () -> Void) rethrows {
+        defer { drain() }
+        wait(firstWait)
+        while !stopping.load(ordering: .relaxed) {
+            wait(try pass())
         }
     }
 
@@ -56,8 +84,9 @@ package final class BackgroundLoop: Sendable {
         if !woken.exchange(true, ordering: .relaxed) { signal.signal() }
     }
 
-    /// Stops after the pass in progress and the drain, waiting at most `timeout` seconds; the
-    /// loop may be started again once it has stopped. Returns whether it stopped in time.
+    /// Stops a loop that `start` started, after the pass in progress and the drain, waiting at
+    /// most `timeout` seconds; it may be started again once it has stopped. Returns whether it
+    /// stopped in time.
     @discardableResult
     package func stop(timeout: Double = 30) -> Bool {
         guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return true }
