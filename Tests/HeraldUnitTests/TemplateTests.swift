@@ -40,7 +40,7 @@ struct TemplateTests {
     func reactions() throws {
         let carol = JobPayload.Reaction(id: "r9", reactor: "carol", emoji: "👍")
         let own = Self.job(reason: "reactionOnOwnMessage", reaction: carol)
-        #expect(own.kind == "reaction")
+        #expect(own.kind == .reaction)
         #expect(own.push.title == "carol @ g1" && own.push.body == "carol reacted 👍 to your message: hi")
         #expect(Self.job(reason: "reactionOnMessage", reaction: carol).push.body == "carol reacted 👍 to alice's message: hi")
         #expect(Self.job(reason: "reactionOnOwnMessage", text: "", reaction: carol).push.body == "carol reacted 👍 to your message")
@@ -71,7 +71,7 @@ struct TemplateTests {
     func memberActions(action: MemberAction, actor: String?, scope: String?, withActor: String, without: String) throws {
         let facts = JobPayload.MemberActionFacts(action: action, uid: "bob", actor: actor, scope: scope, at: 5)
         let job = Self.job(reason: "memberAction", action: facts)
-        #expect(job.kind == "memberAction")
+        #expect(job.kind == .memberAction)
         #expect(job.push == ("g1", withActor))
         var passive = facts
         passive.actor = nil

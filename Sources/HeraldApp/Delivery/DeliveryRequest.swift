@@ -95,7 +95,7 @@ package enum DeliveryRequest {
                                     if let topic = key.topic { item.field("topic", topic) }
                                     if key.sandbox { item.field("development", true) }
                                 }
-                                var data: [(String, JSONValue)] = [("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind)),
+                                var data: [(String, JSONValue)] = [("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind.rawValue)),
                                                                    (removal.kind == .clear ? "parentMessageId" : "messageId", .string(job.messageID)),
                                                                    ("collapseIds", .array(removal.collapseIds.map(JSONValue.string)))]
                                 if removal.kind == .clear { data.append(("badge", .int(job.badge))) }
@@ -110,7 +110,7 @@ package enum DeliveryRequest {
                                     if let topic = key.topic { item.field("topic", topic) }
                                     if key.sandbox { item.field("development", true) }
                                 }
-                                Self.writeGorushData([("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind)),
+                                Self.writeGorushData([("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind.rawValue)),
                                                       ("change", .string(sync.change)),
                                                       ("messageId", job.messageID.isEmpty ? .null : .string(job.messageID)),
                                                       ("conversationId", sync.conversationID.map(JSONValue.string) ?? .null),
@@ -141,7 +141,7 @@ package enum DeliveryRequest {
                             }
                             // gorush's `data`: the job's data and its id.
                             var data: [(String, JSONValue)] = [
-                                ("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind)), ("messageId", .string(job.messageID)),
+                                ("jobId", .string(wireJobID(job.id))), ("kind", .string(job.kind.rawValue)), ("messageId", .string(job.messageID)),
                                 ("parentMessageId", job.parentID.map(JSONValue.string) ?? .null),
                                 ("conversationId", .string(job.conversationID)), ("sender", .string(job.sender)),
                             ]

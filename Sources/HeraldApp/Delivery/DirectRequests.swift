@@ -112,7 +112,7 @@ package enum DirectRequests {
                     timeoutMs: Int) -> OutboundRequest {
         let silent = isSilent(job)
         // every data value a string, nulls left out, plus the job's id and kind
-        var data: [String: JSONValue] = ["jobId": .string(wireJobID(job.id)), "kind": .string(job.kind)]
+        var data: [String: JSONValue] = ["jobId": .string(wireJobID(job.id)), "kind": .string(job.kind.rawValue)]
         if case .object(let fields)? = (try? JSONParser.parse(heraldJSON(job)))?["data"] {
             for (name, value) in fields where value != .null { data[name] = DeliveryRequest.fcmDataValue(value) }
         }

@@ -74,11 +74,11 @@ package struct DeliverySettings: Sendable, Equatable {
                                     params: ["field": .string(field + ".concurrency"), "min": 1, "max": 64])
                 }
                 next.concurrency = number
-            case "apns":
+            case Platform.apns.rawValue:
                 next.apns = try Self.applyAPNs(value, to: next.apns, field: field + ".apns", stored: stored, changes: &next.credentialChanges)
-            case "fcm":
+            case Platform.fcm.rawValue:
                 next.fcm = try Self.applyFCM(value, to: next.fcm, field: field + ".fcm", stored: stored, changes: &next.credentialChanges)
-            case "webpush":
+            case Platform.webpush.rawValue:
                 next.webpush = try Self.applyWebPush(value, field: field + ".webpush")
             case "secretSet" where stored:
                 break

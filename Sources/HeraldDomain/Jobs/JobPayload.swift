@@ -161,14 +161,14 @@ package struct JobPayload {
 
     /// `message` (top-level), `reply` (SPEC §9), `clear` (SPEC §13.2), `retract` or `update`
     /// (SPEC §11.4), `reaction` (SPEC §11.2) or `memberAction` (SPEC §11.3).
-    package var kind: String {
-        if let removal { return removal.kind.rawValue }
-        if digest != nil { return "digest" }
-        if sync != nil { return "sync" }
-        if updates != nil { return "update" }
-        if memberAction != nil { return "memberAction" }
-        if reaction != nil { return "reaction" }
-        return parentID == nil ? "message" : "reply"
+    package var kind: JobKind {
+        if let removal { return removal.kind == .clear ? .clear : .retract }
+        if digest != nil { return .digest }
+        if sync != nil { return .sync }
+        if updates != nil { return .update }
+        if memberAction != nil { return .memberAction }
+        if reaction != nil { return .reaction }
+        return parentID == nil ? .message : .reply
     }
 
     /// `tag` and `collapseId`: the message id; a reaction's id; a member action's group.
@@ -296,7 +296,7 @@ package struct JobPayload {
                 event.field("id", eventID)
                 event.field("type", eventType)
             } }
-            job.field("kind", kind)
+            job.field("kind", kind.rawValue)
             job.field("reason", reason)
             let (title, body) = removal == nil && sync == nil ? push : ("", "")
             writePush(to: &job, title: title, body: body, withNotification: withNotification)

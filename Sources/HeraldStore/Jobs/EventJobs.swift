@@ -122,7 +122,7 @@ package enum EventJobs {
         package let messageID: String?
         package let subjectID: String?
         package let recipient: String
-        package let kind: String
+        package let kind: JobKind
         package let reason: String
         package var privacy = false
         /// The device that acted, left out of the job's devices.
@@ -141,7 +141,7 @@ package enum EventJobs {
         return try connection.query("""
             INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge,
                               exclude_device, sync_at, sync_by)
-            SELECT \(app), x.* FROM unnest(\(rows.map(\.messageID))::text[], \(rows.map(\.subjectID))::text[], \(rows.map(\.recipient))::text[], \(rows.map(\.event.source))::text[], \(rows.map(\.event.id))::text[], \(rows.map(\.event.type))::text[], \(rows.map(\.kind))::text[],
+            SELECT \(app), x.* FROM unnest(\(rows.map(\.messageID))::text[], \(rows.map(\.subjectID))::text[], \(rows.map(\.recipient))::text[], \(rows.map(\.event.source))::text[], \(rows.map(\.event.id))::text[], \(rows.map(\.event.type))::text[], \(rows.map(\.kind.stored))::text[],
                                        \(rows.map(\.reason))::text[], \(rows.map(\.privacy))::boolean[], \(rows.map { badges[$0.recipient] ?? 0 })::int[], \(rows.map(\.excludeDevice))::text[], \(rows.map(\.syncAt))::bigint[], \(rows.map(\.syncBy))::text[]) AS x
             ON CONFLICT DO NOTHING
             """).affectedRows

@@ -92,7 +92,8 @@ extension JobPayload {
         if let subject = try row.decode("subject_id", as: String?.self), let reactor = try row.decode("reactor", as: String?.self) {
             reaction = Reaction(id: subject, reactor: reactor, emoji: try row.decode("reaction"))
         }
-        if try row.decode("job_kind", as: String?.self) == "sync" {
+        let kind = JobKind(stored: try row.decode("job_kind", as: String?.self))
+        if kind == .sync {
             sync = Sync(change: reason, conversationID: try row.decode("subject_id"), at: try row.decode("sync_at", as: Int64?.self) ?? 0,
                         by: try row.decode("sync_by"))
         }
@@ -100,13 +101,13 @@ extension JobPayload {
             memberAction = MemberActionFacts(action: action, uid: try row.decode("action_uid"), actor: try row.decode("action_actor"),
                                              scope: try row.decode("action_scope"), at: try row.decode("action_at"))
         }
-        if try row.decode("job_kind", as: String?.self) == "digest" {
+        if kind == .digest {
             digest = Digest(count: try row.decode("digest_count", as: Int?.self) ?? 0,
                             messageIDs: try Self.strings(row.decode("clear_ids")),
                             senders: try Self.strings(row.decode("digest_senders")))
         }
         opensDigest = try row.decode("opened_digest", as: Bool?.self) ?? false
-        if try row.decode("job_kind", as: String?.self) == "update" { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
+        if kind == .update { updates = try row.decode("template_reason", as: String?.self) ?? "edited" }
         if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
             removal = Removal(kind: kind, collapseIds: try Self.strings(row.decode("clear_ids")))
         }

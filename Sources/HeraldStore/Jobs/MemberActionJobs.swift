@@ -140,7 +140,7 @@ package enum MemberActionJobs {
             let preferences = cache.effective(text)
             input.preference = preferences.memberActions[action] ?? .dontSubscribe
             guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
-            jobs.append(EventJobs.Row(event: event, messageID: nil, subjectID: nil, recipient: uid, kind: "memberAction",
+            jobs.append(EventJobs.Row(event: event, messageID: nil, subjectID: nil, recipient: uid, kind: .memberAction,
                                       reason: reason.rawValue, privacy: Fanout.privacy(settings: settings, preferences: preferences)))
         }
         return (last, try EventJobs.insert(app: app, jobs, on: connection))

@@ -201,7 +201,7 @@ package enum ReactionJobs {
                                                            judgedAt: try row.decode("added_at"))
             guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
             jobs.append(EventJobs.Row(event: item.event, messageID: try row.decode("message_id", as: String.self), subjectID: item.reactionID,
-                                      recipient: uid, kind: "reaction", reason: reason.rawValue,
+                                      recipient: uid, kind: .reaction, reason: reason.rawValue,
                                       privacy: Fanout.privacy(settings: settings, preferences: preferences)))
         }
         return (last, try EventJobs.insert(app: app, jobs, on: connection))

@@ -147,7 +147,7 @@ package enum SyncJobs {
         return try EventJobs.insert(app: app, rows.filter { !settings.isStale(eventTime: $0.change.at, now: now) }.map { row in
             let change = row.change
             return EventJobs.Row(event: change.event, messageID: change.messageID, subjectID: change.conversationID,
-                                 recipient: row.recipient, kind: "sync", reason: change.change, excludeDevice: change.deviceID,
+                                 recipient: row.recipient, kind: .sync, reason: change.change, excludeDevice: change.deviceID,
                                  syncAt: change.set ? change.at : 0, syncBy: change.set ? change.by : nil)
         }, badges: false, on: connection)
     }
