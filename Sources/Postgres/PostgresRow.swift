@@ -64,6 +64,15 @@ public struct PostgresRow: Sendable {
         return try decode(index, as: type)
     }
 
+    /// The value of the column named `name` as `T`, or nil when the statement selected no such
+    /// column or it is NULL: for record types read by statements that select more or fewer of
+    /// their table's columns.
+    @inlinable
+    public func decodeIfPresent<T: PostgresDecodable>(_ name: String, as type: T.Type = T.self) throws -> T? {
+        guard let index = positions[name] else { return nil }
+        return try decode(index, as: T?.self)
+    }
+
     @usableFromInline
     static func noColumn(_ name: String) -> PostgresError {
         PostgresError(code: .decoding, message: "no column named \(name)")

@@ -22,17 +22,19 @@ struct JobBlockCrashTests {
     @Test("claims and acks across a SIGKILL and a restart: every job acked once, none handed out after its ack was confirmed")
     func killDuringClaimsAndAcks() throws {
         let environment = try TestEnvironment.shared()
-        let databaseURL = try #require(environment.server.service.services.configuration.databaseURL)
+        // A database of its own: the killed instance delivers for every app of its database, and
+        // would leave other suites' jobs leased until their leases end.
+        try environment.withDatabaseOfItsOwn(prefix: "blockcrash") { databaseURL in
+        let first = try ServerProcess(databaseURL: databaseURL)
         let members = (0..<900).map { String(format: "m%04d", $0) }
-        let app = try environment.makeApp(prefix: "blockcrash")
-        #expect(try app.setMembers("g1", members, client: environment.client).json["count"] as? Int == members.count)
+        let app = try environment.makeApp(prefix: "blockcrash", client: first.client)
+        #expect(try app.setMembers("g1", members, client: first.client).json["count"] as? Int == members.count)
         let now = nowMilliseconds()
         // 6 messages × 899 recipients: blocks of 899, leased in ranges of up to 70.
         let messages = (0..<6).map { Events.message("bc\($0)", id: "bc\($0)", sender: members[$0], at: now + Int64($0)) }
-        #expect(try app.post(messages, client: environment.client).json["accepted"] as? Int == messages.count)
+        #expect(try app.post(messages, client: first.client).json["accepted"] as? Int == messages.count)
         let expected = messages.count * (members.count - 1)
 
-        let first = try ServerProcess(databaseURL: databaseURL)
         let server = Mutex<HTTPClient?>(first.client)
         let log = Mutex(Log())
         let stop = Atomic<Bool>(false)
@@ -89,7 +91,8 @@ struct JobBlockCrashTests {
         _ = first.wait()
         let second = try ServerProcess(databaseURL: databaseURL)
         server.withLock { $0 = second.client }
-        let connection = try environment.connection()
+        let connection = try PostgresConnection(connectionString: databaseURL)
+        defer { connection.close() }
         func count(_ sql: SQL) throws -> Int { try connection.query(sql)[0].decode(0, as: Int.self) }
         #expect(eventually(seconds: 90) {
             (try? count("SELECT count(*) FROM jobs WHERE app = \(app.id) AND kind IS NULL AND state = 'acked'")) == expected
@@ -116,5 +119,6 @@ struct JobBlockCrashTests {
         #expect(final.claims.contains { $0.attempt >= 2 }, "leases that ran out or failed jobs were claimed again")
         second.signal(SIGTERM)
         #expect(second.wait() == 0)
+        }
     }
 }

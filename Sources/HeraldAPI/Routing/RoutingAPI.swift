@@ -59,15 +59,7 @@ package enum RoutingAPI {
                 throw HTTPError(status: 404, code: "ERR_MESSAGE_ID_NOT_FOUND", message: "the message has no such event (its creation, an edit, or a reaction to it)",
                                 params: ["field": "event"])
             }
-            let sender = try row.decode("sender", as: String.self)
-            let groupID = try row.decode("group_id", as: String?.self)
-            let conversation = try groupID.map(Conversation.group)
-                ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
-            let message = DomainEvent.MessageCreated(
-                id: messageID, sender: sender, conversation: conversation, parentID: try row.decode("parent_id"), parentSender: nil,
-                sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil, text: nil,
-                mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil, quotedSender: try row.decode("quoted_sender"),
-                sendNotification: try row.decode("send_notification"))
+            let message = try DomainEvent.MessageCreated(row: row, id: messageID)
             let settings = try PreferenceStore().settings(app: app, on: connection)
             let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             // As of the message, as its fan-out judged it (SPEC §4).
@@ -149,15 +141,8 @@ extension RoutingAPI {
             """)
         guard let row = rows.first else { return nil }
         let editedAt = try row.decode("edited_at", as: Int64.self)
-        let groupID = try row.decode("group_id", as: String?.self)
-        let conversation = try groupID.map(Conversation.group)
-            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
         // the edit as Fanout.runEdits routes it: the message at the edit's time
-        let message = DomainEvent.MessageCreated(
-            id: messageID, sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"),
-            parentSender: nil, sentAt: editedAt, category: try row.decode("category", as: String?.self) ?? "message", type: nil,
-            text: nil, mentions: [], mentionsAll: false, quotedMessageID: nil, quotedSender: nil,
-            sendNotification: try row.decode("send_notification"))
+        let message = try DomainEvent.MessageCreated(row: row, id: messageID, at: editedAt)
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
         let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),

@@ -69,13 +69,7 @@ extension Fanout {
         var upgrades: [(id: Int64, reason: Routing.Reason)] = []
         for row in rows {
             let uid = try row.decode("uid", as: String.self)
-            let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
-                ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
-            let message = DomainEvent.MessageCreated(
-                id: try row.decode("id"), sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"),
-                parentSender: nil, sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil,
-                text: try row.decode("text"), mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil,
-                quotedSender: try row.decode("quoted_sender"), sendNotification: try row.decode("send_notification"))
+            let message = try DomainEvent.MessageCreated(row: row)
             let unsubscribedAt = try row.decode("unsubscribed_at", as: Int64?.self)
             let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                          manualAt: try row.decode("manual_at"), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)

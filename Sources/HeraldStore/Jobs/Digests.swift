@@ -207,14 +207,7 @@ package final class DigestCloser: Sendable {
     /// (held replies neither mention nor quote the recipient).
     package static func decide(_ row: PostgresRow, recipient uid: String, thread: String, settings: AppSettings,
                        now: Int64) throws -> Routing.Decision {
-        let groupID = try row.decode("group_id", as: String?.self)
-        let conversation = try groupID.map(Conversation.group)
-            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
-        let message = DomainEvent.MessageCreated(
-            id: try row.decode("message_id"), sender: try row.decode("sender"), conversation: conversation, parentID: thread,
-            parentSender: nil, sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message",
-            type: nil, text: nil, mentions: [], mentionsAll: false, quotedMessageID: nil, quotedSender: nil,
-            sendNotification: try row.decode("send_notification"))
+        let message = try DomainEvent.MessageCreated(row: row, id: try row.decode("message_id"), thread: thread)
         let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
         let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
                                                      manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),

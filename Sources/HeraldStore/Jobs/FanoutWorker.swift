@@ -171,12 +171,6 @@ package enum StoredMessage {
              WHERE m.app = \(app) AND m.id = \(id) AND m.created_seen AND m.deleted_at IS NULL
             """)
         guard let row = rows.first else { return nil }
-        let conversation = try row.decode("group_id", as: String?.self).map(Conversation.group)
-            ?? Conversation.oneOnOne(try row.decode("user_a", as: String.self), try row.decode("user_b", as: String.self))
-        return DomainEvent.MessageCreated(
-            id: id, sender: try row.decode("sender"), conversation: conversation, parentID: try row.decode("parent_id"), parentSender: nil,
-            sentAt: try row.decode("sent_at"), category: try row.decode("category", as: String?.self) ?? "message", type: nil,
-            text: try row.decode("text"), mentions: [], mentionsAll: try row.decode("mentions_all"), quotedMessageID: nil,
-            quotedSender: try row.decode("quoted_sender"), sendNotification: try row.decode("send_notification"))
+        return try DomainEvent.MessageCreated(row: row, id: id)
     }
 }
