@@ -1,16 +1,32 @@
 import HeraldDomain
 import HeraldStore
 import HTTPServer
+import Postgres
 import JSON
 
 /// SPEC §14: `GET /v1/users/{uid}/changes?cursor&limit&waitSeconds` (server role; mirrored on
 /// `/v1/me/changes`).
 package enum ChangesAPI {
+    /// What its handlers use.
+    package struct Services: HandlerServices {
+        package let changeWaiter: ChangeWaiter
+        package let cursorKey: [UInt8]
+        package let database: PostgresPool
+
+        package init(_ all: Dependencies) {
+            changeWaiter = all.changeWaiter
+            cursorKey = all.cursorKey
+            database = all.database
+        }
+    }
+
+    package typealias Context = RequestContext<Services>
+
     package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/changes", Route(access: .server, handler: changes))
     }
 
-    package static func changes(_ context: RequestContext) throws -> Response {
+    package static func changes(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         var wait = 0

@@ -10,10 +10,13 @@ import Secrets
 /// browser subscription made with the old public key would stop working — and `GET` answers it
 /// (404 before one is made). Only the public key ever leaves Herald.
 package enum WebPushKeysAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static let path = "/v1/settings/delivery/webpush-keys"
 
     package static func register(in router: inout Router<Route>) {
-        router.add(.post, path, Route(access: .server) { context in
+        router.add(.post, path, Route(access: .server) { (context: Context) in
             let (publicKey, made) = try context.services.database.withTransaction { connection -> (String, Bool) in
                 if let existing = try read(app: context.app, on: connection) { return (existing, false) }
                 guard let key = PrivateKey.ec(curve: "P-256"), let point = key.p256PublicPoint else { throw HTTPError.internalError }
@@ -28,7 +31,7 @@ package enum WebPushKeysAPI {
             }
             return .json(JSONValue.object(["publicKey": .string(publicKey)]), status: made ? 201 : 200)
         })
-        router.add(.get, path, Route(access: .server) { context in
+        router.add(.get, path, Route(access: .server) { (context: Context) in
             guard let publicKey = try context.services.database.withConnection({ try read(app: context.app, on: $0) }) else {
                 throw HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "the app has no Web Push key pair: POST \(path) makes one")
             }

@@ -5,6 +5,9 @@ import JSON
 
 /// SPEC §13.1: a user's devices (server role; mirrored on `/v1/me/devices`).
 package enum DevicesAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
 
     package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/devices", Route(access: .server, handler: list))
@@ -15,13 +18,13 @@ package enum DevicesAPI {
     package static let notFound = HTTPError(status: 404, code: "ERR_DEVICE_NOT_FOUND", message: "the user has no device with this id",
                                     params: ["field": "deviceId"])
 
-    package static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let devices = try context.services.database.withConnection { try DeviceStore().list(app: context.app, uid: uid, on: $0) }
         return .json(ListPage(items: devices))
     }
 
-    package static func put(_ context: RequestContext) throws -> Response {
+    package static func put(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
         let body = try context.request.jsonObject(fields: ["platform", "token", "topic", "sandbox"])
@@ -63,7 +66,7 @@ package enum DevicesAPI {
         return .json(device)
     }
 
-    package static func delete(_ context: RequestContext) throws -> Response {
+    package static func delete(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let id = try Identifier.validate(context.parameter("deviceId"), field: "deviceId")
         guard try context.services.database.withConnection({ try DeviceStore().remove(app: context.app, uid: uid, id: id, on: $0) }) else {

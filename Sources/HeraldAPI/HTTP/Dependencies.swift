@@ -52,19 +52,18 @@ package struct Dependencies: Sendable {
     }
 }
 
-extension Dependencies {
-    /// What `GET /metrics` reads now besides the counters.
-    package var metricsGauges: Metrics.Gauges {
-        var gauges = Metrics.Gauges(pools: [("request", database), ("delivery", delivery.database)])
-        gauges.claimsWaiting = jobWaiter.waitingCount
-        gauges.feedsWaiting = changeWaiter.waitingCount
-        gauges.longPollsMax = configuration.maxLongPolls
-        return gauges
+/// Who waits for new jobs — long-poll claims and built-in delivery — and the count of jobs made.
+package struct JobsProduced: Sendable {
+    let metrics: Metrics
+    let jobWaiter: JobWaiter
+    let delivery: any DeliveryControl
+
+    package init(_ all: Dependencies) {
+        (metrics, jobWaiter, delivery) = (all.metrics, all.jobWaiter, all.delivery)
     }
 
-    /// Jobs were committed outside ingest (a read's clear jobs): count them and wake whoever
-    /// waits for jobs — long-poll claims and built-in delivery.
-    package func jobsProduced(_ count: Int, app: String) {
+    /// Jobs were committed outside ingest (a read's clear jobs): count them and wake the waiters.
+    package func callAsFunction(_ count: Int, app: String) {
         guard count > 0 else { return }
         metrics.add(.jobsProduced, count)
         jobWaiter.wake(app: app)

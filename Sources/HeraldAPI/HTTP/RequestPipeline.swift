@@ -70,10 +70,8 @@ package struct RequestPipeline: Sendable {
                     var parameters = parameters
                     // The mirror's uid is the token's (UserRoutes).
                     if let uid = principal.uid { parameters[UserRoutes.uidParameter] = uid }
-                    let context = RequestContext(request: request, parameters: parameters, principal: principal,
-                                                 services: services)
                     corsOrigin = principal.corsOrigin
-                    return try route.handler(context)
+                    return try route.handler(request, parameters, principal, services)
                 }
             } catch let refusal as Authenticator.UserRefusal {
                 corsOrigin = refusal.corsOrigin

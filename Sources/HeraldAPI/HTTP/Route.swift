@@ -1,10 +1,26 @@
 import HeraldDomain
 import HeraldStore
 import HTTPServer
+import Postgres
+
+/// The services a group of handlers uses, taken from the instance's (`Dependencies`) for each
+/// request: every handler file declares its own (`InboxAPI.Services`, `DatabaseServices`), so
+/// what a handler can touch is written in its type.
+package protocol HandlerServices: Sendable {
+    init(_ all: Dependencies)
+}
+
+/// The services of handlers that only read and write the database.
+package struct DatabaseServices: HandlerServices {
+    package let database: PostgresPool
+    package init(_ all: Dependencies) { database = all.database }
+}
 
 /// A route's handler and what the pipeline checks before calling it.
 package struct Route: Sendable {
-    package typealias Handler = @Sendable (RequestContext) throws -> Response
+    /// The handler with its services' type erased: the pipeline hands it the request, its path
+    /// parameters, the caller and the instance's services, of which it keeps its own.
+    package typealias Handler = @Sendable (Request, [String: String], Principal, Dependencies) throws -> Response
 
     /// Who may call it.
     package let access: Access
@@ -12,7 +28,18 @@ package struct Route: Sendable {
     package let accepts: [String]
     package let handler: Handler
 
-    package init(access: Access, accepts: [String] = [], handler: @escaping Handler) {
+    /// A route whose handler uses `Services`.
+    package init<Services: HandlerServices>(access: Access, accepts: [String] = [],
+                                            handler: @escaping @Sendable (RequestContext<Services>) throws -> Response) {
+        self.access = access
+        self.accepts = accepts
+        self.handler = { request, parameters, principal, all in
+            try handler(RequestContext(request: request, parameters: parameters, principal: principal, services: Services(all)))
+        }
+    }
+
+    /// The same handler under another access (the /v1/me mirror).
+    package init(access: Access, accepts: [String], erased handler: @escaping Handler) {
         self.access = access
         self.accepts = accepts
         self.handler = handler
@@ -22,12 +49,13 @@ package struct Route: Sendable {
     package static let json = ["application/json"]
 }
 
-/// Everything a handler gets: the request, its path parameters, the caller and the services.
-package struct RequestContext: Sendable {
+/// Everything a handler gets: the request, its path parameters, the caller and the services its
+/// file declares.
+package struct RequestContext<Services: HandlerServices>: Sendable {
     package let request: Request
     package let parameters: [String: String]
     package let principal: Principal
-    package let services: Dependencies
+    package let services: Services
 
     /// A path parameter by name (the router guarantees the names of its pattern).
     package func parameter(_ name: String) -> String {

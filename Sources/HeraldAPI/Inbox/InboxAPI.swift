@@ -6,6 +6,21 @@ import JSON
 
 /// SPEC §6: the thread inbox and read marks (server role).
 package enum InboxAPI {
+    /// What its handlers use.
+    package struct Services: HandlerServices {
+        package let database: PostgresPool
+        /// Signs the page cursors.
+        package let cursorKey: [UInt8]
+        /// A read's clear jobs wake whoever waits for jobs.
+        package let jobsProduced: JobsProduced
+
+        package init(_ all: Dependencies) {
+            (database, cursorKey, jobsProduced) = (all.database, all.cursorKey, JobsProduced(all))
+        }
+    }
+
+    package typealias Context = RequestContext<Services>
+
     package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/threads", Route(access: .server, handler: list))
         router.add(.post, "/v1/users/{uid}/threads/{messageId}/read", Route(access: .server, accepts: Route.json, handler: readOne))
@@ -42,7 +57,7 @@ package enum InboxAPI {
         return nil
     }
 
-    package static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: Context) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let request = context.request
         let list = try ListParameters(request, defaultLimit: 30)
@@ -131,7 +146,7 @@ package enum InboxAPI {
     }
 
     /// Marks one thread read up to a reply (default: the latest); the position only moves forward.
-    package static func readOne(_ context: RequestContext) throws -> Response {
+    package static func readOne(_ context: Context) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let body = try context.request.jsonObject()
@@ -197,7 +212,7 @@ package enum InboxAPI {
     }
 
     /// Marks every thread of the inbox (or of one conversation) read.
-    package static func readAll(_ context: RequestContext) throws -> Response {
+    package static func readAll(_ context: Context) throws -> Response {
         let owner = try Identifier.validate(context.parameter("uid"), field: "uid")
         let conversation = try conversationFilter(context.request, owner: owner)
         let device = try deviceID(try context.request.jsonObject())

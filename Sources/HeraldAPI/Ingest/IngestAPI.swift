@@ -8,14 +8,37 @@ import JSON
 
 /// `POST /v1/events` and `GET /v1/events/rejected` (SPEC §4).
 package enum IngestAPI {
+    /// What its handlers use.
+    package struct Services: HandlerServices {
+        package let database: PostgresPool
+        package let delivery: any DeliveryControl
+        package let fanout: FanoutWorker
+        package let inboxRefresher: InboxRefresher
+        package let ingestCombiner: IngestCombiner
+        package let jobWaiter: JobWaiter
+        package let metrics: Metrics
+
+        package init(_ all: Dependencies) {
+            database = all.database
+            delivery = all.delivery
+            fanout = all.fanout
+            inboxRefresher = all.inboxRefresher
+            ingestCombiner = all.ingestCombiner
+            jobWaiter = all.jobWaiter
+            metrics = all.metrics
+        }
+    }
+
+    package typealias Context = RequestContext<Services>
+
     package static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
-        router.add(.post, "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { context in
+        router.add(.post, "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { (context: Context) in
             try limiter.run { try ingest(context) }
         })
         router.add(.get, "/v1/events/rejected", Route(access: .server, handler: listRejected))
     }
 
-    package static func ingest(_ context: RequestContext) throws -> Response {
+    package static func ingest(_ context: Context) throws -> Response {
         let request = context.request
         let items = try EventParser.parse(body: request.body, mediaType: request.mediaType, header: { request.header($0) })
         let services = context.services
@@ -40,7 +63,7 @@ package enum IngestAPI {
     }
 
     /// Rejected events, newest first, built as JSON by PostgreSQL.
-    package static func listRejected(_ context: RequestContext) throws -> Response {
+    package static func listRejected(_ context: Context) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let before = try list.integerPosition(kind: "rejected")
         let services = context.services

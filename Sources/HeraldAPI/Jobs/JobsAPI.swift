@@ -6,6 +6,21 @@ import JSON
 
 /// SPEC §9: the jobs API for push senders (worker and server roles).
 package enum JobsAPI {
+    /// What its handlers use.
+    package struct Services: HandlerServices {
+        package let database: PostgresPool
+        package let jobWaiter: JobWaiter
+        package let metrics: Metrics
+
+        package init(_ all: Dependencies) {
+            database = all.database
+            jobWaiter = all.jobWaiter
+            metrics = all.metrics
+        }
+    }
+
+    package typealias Context = RequestContext<Services>
+
 
     package static func register(in router: inout Router<Route>) {
         router.add(.post, "/v1/jobs/claim", Route(access: .worker, accepts: Route.json, handler: claim))
@@ -36,7 +51,7 @@ package enum JobsAPI {
         return id
     }
 
-    package static func claim(_ context: RequestContext) throws -> Response {
+    package static func claim(_ context: Context) throws -> Response {
         let object = try context.request.jsonObject()
         let max = try integer(object, "max", default: 100, range: 1...1000)
         let lease = try integer(object, "leaseSeconds", default: 30, range: 1...3600)
@@ -75,7 +90,7 @@ package enum JobsAPI {
         return result
     }
 
-    package static func ack(_ context: RequestContext) throws -> Response {
+    package static func ack(_ context: Context) throws -> Response {
         let items = try entries(try context.request.jsonObject())
         var acks: [JobQueue.Ack] = []
         for (index, item) in items.enumerated() {
@@ -100,7 +115,7 @@ package enum JobsAPI {
         return .json(AckResult(acked: acked.count, stale: items.map(\.0).filter { !acked.contains($0) }))
     }
 
-    package static func fail(_ context: RequestContext) throws -> Response {
+    package static func fail(_ context: Context) throws -> Response {
         let items = try entries(try context.request.jsonObject())
         var failures: [JobQueue.Failure] = []
         for (index, item) in items.enumerated() {
@@ -131,7 +146,7 @@ package enum JobsAPI {
         return .json(FailResult(dead: deadCount, retrying: retrying, stale: items.map(\.0).filter { states[$0] == nil }))
     }
 
-    package static func stats(_ context: RequestContext) throws -> Response {
+    package static func stats(_ context: Context) throws -> Response {
         let rows = try context.services.database.withConnection { connection in
             try connection.query(JobQueue.counts(app: context.app))
         }
@@ -140,7 +155,7 @@ package enum JobsAPI {
                                 dead: try row.decode("dead"), oldestReadyAgeMs: try row.decode("oldest_ready_age_ms")))
     }
 
-    package static func dead(_ context: RequestContext) throws -> Response {
+    package static func dead(_ context: Context) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.integerPosition(kind: "dead")
         let jobs = try context.services.database.withConnection { connection in
@@ -156,7 +171,7 @@ package enum JobsAPI {
         return .json(list.page(entries, kind: "dead"))
     }
 
-    package static func requeue(_ context: RequestContext) throws -> Response {
+    package static func requeue(_ context: Context) throws -> Response {
         guard case .array(let values)? = try context.request.jsonObject()["ids"] else {
             throw HTTPError.badRequest("ids must be an array of job ids", field: "ids")
         }

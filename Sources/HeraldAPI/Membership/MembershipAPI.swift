@@ -6,6 +6,9 @@ import JSON
 
 /// The membership snapshot (SPEC §4): `PUT/GET /v1/groups/{guid}/members` (server role).
 package enum MembershipAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static let maxMembers = 100_000
 
     package static func register(in router: inout Router<Route>) {
@@ -22,7 +25,7 @@ package enum MembershipAPI {
 
     /// Replaces the member set, as evidence at the database's clock: users listed and not members
     /// join now; members not listed are removed now. Their subscriptions follow (SPEC §5.3).
-    package static func replace(_ context: RequestContext) throws -> Response {
+    package static func replace(_ context: Context) throws -> Response {
         let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
         let body = try context.request.decodeJSON(Snapshot.self)
         guard body.members.count <= maxMembers else {
@@ -88,7 +91,7 @@ package enum MembershipAPI {
         return .json(MemberCount(count: members.count))
     }
 
-    package static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: Context) throws -> Response {
         let guid = try Identifier.validate(context.parameter("guid"), field: "guid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.position(kind: "members")

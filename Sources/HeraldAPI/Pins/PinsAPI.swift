@@ -8,6 +8,9 @@ import JSON
 /// conversations, and the per-viewer state of a message list. Deleted messages (and messages of
 /// deleted threads and groups) are unpinned and unsaved for everyone: they are left out.
 package enum PinsAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/conversations/{conversationId}/pins", Route(access: .server, handler: conversationPins))
         router.add(.get, "/v1/users/{uid}/saved", Route(access: .server, handler: saved))
@@ -24,7 +27,7 @@ package enum PinsAPI {
         return (at, String(text[text.index(after: slash)...]))
     }
 
-    package static func conversationPins(_ context: RequestContext) throws -> Response {
+    package static func conversationPins(_ context: Context) throws -> Response {
         let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try position(list, kind: "pins")
@@ -48,7 +51,7 @@ package enum PinsAPI {
         return try list.page(rows, kind: "pins")
     }
 
-    package static func saved(_ context: RequestContext) throws -> Response {
+    package static func saved(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try position(list, kind: "saved")
@@ -71,7 +74,7 @@ package enum PinsAPI {
     }
 
     /// System pins of the user's groups first, then the user's own, each newest first.
-    package static func pinnedConversations(_ context: RequestContext) throws -> Response {
+    package static func pinnedConversations(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         var after: (segment: Int, at: Int64, id: String)?
@@ -103,7 +106,7 @@ package enum PinsAPI {
 
     /// Per viewer, for a message list: pin, save and thread subscription of each id the user can
     /// see; unknown, deleted and inaccessible ids are left out.
-    package static func lookup(_ context: RequestContext) throws -> Response {
+    package static func lookup(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let ids = try SubscriptionsAPI.messageIDs(context)
         let rows = try context.services.database.withConnection { connection in

@@ -9,6 +9,9 @@ import JSON
 /// (`Routing.decide`). Server role, mirrored under `/v1/me/…` (`UserRoutes`); every change is a
 /// `conversationLevel` feed item (the table's trigger, sql/0027).
 package enum ConversationLevelsAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static func register(in router: inout Router<Route>) {
         let path = "/v1/users/{uid}/conversations/{conversationId}/level"
         router.add(.put, path, Route(access: .server, accepts: Route.json, handler: put))
@@ -24,7 +27,7 @@ package enum ConversationLevelsAPI {
 
     /// The user and the conversation of the path; 403 unless the user is in the conversation now
     /// (a current member of its group, or one of its two users).
-    package static func target(_ context: RequestContext, on connection: PostgresConnection) throws -> (uid: String, conversation: String) {
+    package static func target(_ context: Context, on connection: PostgresConnection) throws -> (uid: String, conversation: String) {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let conversation = try Identifier.validateConversation(context.parameter("conversationId"), field: "conversationId")
         guard conversation.hasPrefix("group_") || conversation.contains("_user_") else {
@@ -53,7 +56,7 @@ package enum ConversationLevelsAPI {
         return false
     }
 
-    package static func put(_ context: RequestContext) throws -> Response {
+    package static func put(_ context: Context) throws -> Response {
         let object = try context.request.jsonObject(fields: ["level"])
         guard let text = object["level"]?.stringValue, let level = Routing.ConversationLevel(rawValue: text) else {
             throw HTTPError(status: 400, code: "ERR_INVALID_PREFERENCE", message: "level must be \"all\", \"mentions\" or \"nothing\"",
@@ -79,7 +82,7 @@ package enum ConversationLevelsAPI {
         return .json(RawJSON(try rows[0].decode(0, as: String.self)))
     }
 
-    package static func delete(_ context: RequestContext) throws -> Response {
+    package static func delete(_ context: Context) throws -> Response {
         let deleted = try context.services.database.withConnection { connection in
             let (uid, conversation) = try target(context, on: connection)
             return try connection.query("DELETE FROM conversation_levels WHERE app = \(context.app) AND uid = \(uid) AND conversation_id = \(conversation) RETURNING 1").count
@@ -89,7 +92,7 @@ package enum ConversationLevelsAPI {
     }
 
     /// Newest change first (`updatedAt`, then the conversation id, both descending).
-    package static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try PinsAPI.position(list, kind: "conversation-levels")

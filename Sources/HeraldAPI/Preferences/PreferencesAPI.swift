@@ -6,12 +6,27 @@ import JSON
 
 /// SPEC §7.2–7.3: app settings, user preferences and mutes (server role).
 package enum PreferencesAPI {
+    /// What its handlers use.
+    package struct Services: HandlerServices {
+        package let configuration: Configuration
+        package let database: PostgresPool
+        package let delivery: any DeliveryControl
+
+        package init(_ all: Dependencies) {
+            configuration = all.configuration
+            database = all.database
+            delivery = all.delivery
+        }
+    }
+
+    package typealias Context = RequestContext<Services>
+
     package static func register(in router: inout Router<Route>) {
-        router.add(.get, "/v1/settings/notifications", Route(access: .server) { context in
+        router.add(.get, "/v1/settings/notifications", Route(access: .server) { (context: Context) in
             let settings = try context.services.database.withConnection { try PreferenceStore().settings(app: context.app, on: $0) }
             return .json(settings.json)
         })
-        router.add(.patch, "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { context in
+        router.add(.patch, "/v1/settings/notifications", Route(access: .server, accepts: Route.json) { (context: Context) in
             let patch = try context.request.jsonBody()
             try DeliverySettings.checkAddress(inPatch: patch, allowPrivate: context.services.configuration.deliveryAllowPrivate)
             let (settings, secret) = try context.services.database.withTransaction { connection -> (AppSettings, WebhookSecret?) in
@@ -36,7 +51,7 @@ package enum PreferencesAPI {
             root["delivery"] = .object(delivery)
             return .json(JSONValue.object(root))
         })
-        router.add(.delete, "/v1/settings/notifications", Route(access: .server) { context in
+        router.add(.delete, "/v1/settings/notifications", Route(access: .server) { (context: Context) in
             try context.services.database.withTransaction { connection in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
                 try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
@@ -47,7 +62,7 @@ package enum PreferencesAPI {
             context.services.delivery.refresh()
             return .json(AppSettings.defaults.json)
         })
-        router.add(.post, "/v1/settings/delivery/rotate-secret", Route(access: .server) { context in
+        router.add(.post, "/v1/settings/delivery/rotate-secret", Route(access: .server) { (context: Context) in
             let secret = try context.services.database.withTransaction { connection -> WebhookSecret in
                 try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
                 return try DeliverySecretStore().rotate(app: context.app, on: connection)
@@ -56,7 +71,7 @@ package enum PreferencesAPI {
             return .json(JSONValue.object(["secret": .string(secret.text)]))
         })
 
-        router.add(.get, "/v1/users/{uid}/preferences", Route(access: .server) { context in
+        router.add(.get, "/v1/users/{uid}/preferences", Route(access: .server) { (context: Context) in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let include = context.request.query["include"]
             guard include == nil || include == "sources" else {
@@ -74,7 +89,7 @@ package enum PreferencesAPI {
             }
             return .json(view)
         })
-        router.add(.patch, "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { context in
+        router.add(.patch, "/v1/users/{uid}/preferences", Route(access: .server, accepts: Route.json) { (context: Context) in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let patch = try context.request.jsonBody()
             let view = try context.services.database.withTransaction { connection -> JSONValue in
@@ -88,7 +103,7 @@ package enum PreferencesAPI {
             }
             return .json(view)
         })
-        router.add(.delete, "/v1/users/{uid}/preferences", Route(access: .server) { context in
+        router.add(.delete, "/v1/users/{uid}/preferences", Route(access: .server) { (context: Context) in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let view = try context.services.database.withConnection { connection -> JSONValue in
                 let store = PreferenceStore()
@@ -98,7 +113,7 @@ package enum PreferencesAPI {
             return .json(view)
         })
 
-        router.add(.get, "/v1/users/{uid}/mutes", Route(access: .server) { context in
+        router.add(.get, "/v1/users/{uid}/mutes", Route(access: .server) { (context: Context) in
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             return .json(try context.services.database.withConnection {
                 try PreferenceStore().mutes(app: context.app, uid: uid, on: $0)
@@ -109,7 +124,7 @@ package enum PreferencesAPI {
     }
 
     /// PUT adds or updates mutes; DELETE removes them. One invalid entry: 400, nothing saved.
-    package static func changeMutes(_ context: RequestContext, add: Bool) throws -> Response {
+    package static func changeMutes(_ context: Context, add: Bool) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         guard case .array(let entries)? = try context.request.jsonObject()["conversations"] else {
             throw PreferenceField.invalid("conversations must be an array", field: "conversations")

@@ -7,11 +7,14 @@ import JSON
 /// SPEC §8.2: `GET /v1/users/{uid}/messages/{messageId}/routing` — why a user did or did not get
 /// a push for a message (server role).
 package enum RoutingAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static func register(in router: inout Router<Route>) {
         router.add(.get, "/v1/users/{uid}/messages/{messageId}/routing", Route(access: .server, handler: explain))
     }
 
-    package static func explain(_ context: RequestContext) throws -> Response {
+    package static func explain(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let messageID = try Identifier.validate(context.parameter("messageId"), field: "messageId")
         let app = context.app

@@ -6,11 +6,14 @@ import JSON
 
 /// SPEC §5.2: explicit subscribe, unsubscribe, state and bulk lookup (server role).
 package enum SubscriptionsAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static func register(in router: inout Router<Route>) {
         let path = "/v1/users/{uid}/threads/{messageId}/subscription"
         router.add(.put, path, Route(access: .server, accepts: Route.json) { try change(.subscribe(tracked: try level($0)), $0) })
         router.add(.delete, path, Route(access: .server, accepts: Route.json) { try change(.unsubscribe, $0) })
-        router.add(.get, path, Route(access: .server) { context in
+        router.add(.get, path, Route(access: .server) { (context: Context) in
             let (uid, messageID) = try identifiers(context)
             let services = context.services
             let state = try services.database.withConnection {
@@ -21,14 +24,14 @@ package enum SubscriptionsAPI {
         router.add(.post, "/v1/users/{uid}/subscriptions/lookup", Route(access: .server, accepts: Route.json, handler: lookup))
     }
 
-    package static func identifiers(_ context: RequestContext) throws(HTTPError) -> (String, String) {
+    package static func identifiers(_ context: Context) throws(HTTPError) -> (String, String) {
         (try Identifier.validate(context.parameter("uid"), field: "uid"),
          try Identifier.validate(context.parameter("messageId"), field: "messageId"))
     }
 
     /// A PUT's optional `{"level": "notify" | "track"}` (SPEC §18): true for track, false for
     /// notify, nil without a body or a level (the row keeps its level).
-    package static func level(_ context: RequestContext) throws -> Bool? {
+    package static func level(_ context: Context) throws -> Bool? {
         guard let value = try context.request.jsonObject()["level"] else { return nil }
         if case .null = value { return nil }
         switch value.stringValue {
@@ -40,7 +43,7 @@ package enum SubscriptionsAPI {
         }
     }
 
-    package static func change(_ change: SubscriptionStore.Change, _ context: RequestContext) throws -> Response {
+    package static func change(_ change: SubscriptionStore.Change, _ context: Context) throws -> Response {
         let (uid, messageID) = try identifiers(context)
         let state = try context.services.database.withConnection {
             try SubscriptionStore().change(change, app: context.app, uid: uid, messageID: messageID, on: $0)
@@ -54,7 +57,7 @@ package enum SubscriptionsAPI {
 
     /// The `messageIds` of a lookup's body: at most 1,000 (else `400 ERR_INVALID_LIMIT`), each a
     /// message id (else 400 naming it).
-    package static func messageIDs(_ context: RequestContext) throws -> [String] {
+    package static func messageIDs(_ context: Context) throws -> [String] {
         let body = try context.request.decodeJSON(LookupBody.self)
         guard body.messageIds.count <= 1000 else { throw HTTPError.invalidLimit(field: "messageIds", min: 0, max: 1000) }
         var ids: [String] = []
@@ -67,7 +70,7 @@ package enum SubscriptionsAPI {
         return ids
     }
 
-    package static func lookup(_ context: RequestContext) throws -> Response {
+    package static func lookup(_ context: Context) throws -> Response {
         let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
         let ids = try messageIDs(context)
         let states = try context.services.database.withConnection {

@@ -6,6 +6,19 @@ import Postgres
 
 /// The admin API (SPEC §2): apps and their keys.
 package enum TenancyAPI {
+    /// What its handlers use.
+    package struct Services: HandlerServices {
+        package let database: PostgresPool
+        package let tenancy: TenancyStore
+
+        package init(_ all: Dependencies) {
+            database = all.database
+            tenancy = all.tenancy
+        }
+    }
+
+    package typealias Context = RequestContext<Services>
+
     package static func register(in router: inout Router<Route>) {
         router.add(.post, "/v1/apps", Route(access: .admin, accepts: Route.json, handler: createApp))
         router.add(.get, "/v1/apps", Route(access: .admin, handler: listApps))
@@ -20,7 +33,7 @@ package enum TenancyAPI {
         package let id: String
     }
 
-    package static func createApp(_ context: RequestContext) throws -> Response {
+    package static func createApp(_ context: Context) throws -> Response {
         let body = try context.request.decodeJSON(CreateAppBody.self)
         let id = try Identifier.validate(body.id, field: "id")
         let services = context.services
@@ -31,7 +44,7 @@ package enum TenancyAPI {
         return .json(app, status: 201)
     }
 
-    package static func listApps(_ context: RequestContext) throws -> Response {
+    package static func listApps(_ context: Context) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.position(kind: "apps")
         let services = context.services
@@ -46,7 +59,7 @@ package enum TenancyAPI {
         package let label: String?
     }
 
-    package static func createKey(_ context: RequestContext) throws -> Response {
+    package static func createKey(_ context: Context) throws -> Response {
         let body = try context.request.decodeJSON(CreateKeyBody.self)
         guard let role = Role(rawValue: body.role) else {
             throw HTTPError.badRequest("role must be ingest, worker or server", field: "role")
@@ -64,7 +77,7 @@ package enum TenancyAPI {
         return .json(created, status: 201)
     }
 
-    package static func listKeys(_ context: RequestContext) throws -> Response {
+    package static func listKeys(_ context: Context) throws -> Response {
         let app = context.parameter("app")
         let services = context.services
         let keys = try services.database.withConnection { connection -> [TenancyStore.KeyInfo]? in
@@ -75,7 +88,7 @@ package enum TenancyAPI {
         return .json(ListPage(items: keys))
     }
 
-    package static func revokeKey(_ context: RequestContext) throws -> Response {
+    package static func revokeKey(_ context: Context) throws -> Response {
         let app = context.parameter("app")
         let keyID = context.parameter("keyId")
         let services = context.services

@@ -6,13 +6,16 @@ import Secrets
 
 /// SPEC §15: the keys an app's backend signs user tokens with (server role).
 package enum TokenKeysAPI {
+    /// Its handlers use the database only.
+    package typealias Context = RequestContext<DatabaseServices>
+
     package static func register(in router: inout Router<Route>) {
         router.add(.post, "/v1/settings/token-keys", Route(access: .server, accepts: Route.json, handler: create))
         router.add(.get, "/v1/settings/token-keys", Route(access: .server, handler: list))
         router.add(.delete, "/v1/settings/token-keys/{kid}", Route(access: .server, handler: delete))
     }
 
-    package static func create(_ context: RequestContext) throws -> Response {
+    package static func create(_ context: Context) throws -> Response {
         // A misspelt field (`publickey`) must not make a key of another kind than meant.
         let body = try context.request.jsonObject(fields: ["alg", "publicKey"])
         guard case .string(let name)? = body["alg"], let algorithm = UserToken.Algorithm(rawValue: name) else {
@@ -63,12 +66,12 @@ package enum TokenKeysAPI {
         }
     }
 
-    package static func list(_ context: RequestContext) throws -> Response {
+    package static func list(_ context: Context) throws -> Response {
         let keys = try context.services.database.withConnection { try TokenKeyStore().list(app: context.app, on: $0) }
         return .json(ListPage(items: keys))
     }
 
-    package static func delete(_ context: RequestContext) throws -> Response {
+    package static func delete(_ context: Context) throws -> Response {
         let kid = context.parameter("kid")
         guard try context.services.database.withConnection({ try TokenKeyStore().delete(app: context.app, kid: kid, on: $0) }) else {
             throw HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no such token key", params: ["field": "kid"])
