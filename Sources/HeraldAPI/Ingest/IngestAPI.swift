@@ -66,15 +66,8 @@ package enum IngestAPI {
     package static func listRejected(_ context: Context) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let before = try list.integerPosition(kind: "rejected")
-        let services = context.services
-        let rows = try services.database.withConnection { connection in
-            try connection.query("""
-                SELECT seq, jsonb_build_object('id', id, 'source', source, 'type', type, 'error', error,
-                                               'receivedAt', received_at, 'event', event)::text
-                  FROM rejected_events
-                 WHERE app = \(context.app) AND (\(before)::bigint IS NULL OR seq < \(before))
-                 ORDER BY seq DESC LIMIT \(list.limit + 1)
-                """)
+        let rows = try context.services.database.withConnection {
+            try IngestStore.rejected(app: context.app, before: before, limit: list.limit + 1, on: $0)
         }
         return try list.page(rows, kind: "rejected")
     }

@@ -147,10 +147,7 @@ package enum JobsAPI {
     }
 
     package static func stats(_ context: Context) throws -> Response {
-        let rows = try context.services.database.withConnection { connection in
-            try connection.query(JobQueue.counts(app: context.app))
-        }
-        let row = rows[0]
+        let row = try context.services.database.withConnection { try JobQueue.counts(app: context.app, on: $0) }
         return .json(QueueStats(ready: try row.decode("ready"), leased: try row.decode("leased"), retrying: try row.decode("retrying"),
                                 dead: try row.decode("dead"), oldestReadyAgeMs: try row.decode("oldest_ready_age_ms")))
     }
@@ -158,14 +155,8 @@ package enum JobsAPI {
     package static func dead(_ context: Context) throws -> Response {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try list.integerPosition(kind: "dead")
-        let jobs = try context.services.database.withConnection { connection in
-            let rows = try connection.query("""
-                SELECT \(JobPayload.columns)
-                  FROM \(JobPayload.from("(SELECT job_rows.*, \(JobPayload.traceOf("job_rows")) FROM job_rows)"))
-                 WHERE j.app = \(context.app) AND j.state = 'dead' AND (\(after)::bigint IS NULL OR j.id > \(after))
-                 ORDER BY j.id LIMIT \(list.limit + 1)
-                """)
-            return try rows.map { try JobPayload(row: $0) }
+        let jobs = try context.services.database.withConnection {
+            try JobQueue.dead(app: context.app, after: after, limit: list.limit + 1, on: $0)
         }
         let entries = jobs.map { (position: String($0.id), item: DeadJob(job: $0)) }
         return .json(list.page(entries, kind: "dead"))
@@ -178,19 +169,9 @@ package enum JobsAPI {
         guard values.count <= 1000 else { throw HTTPError.invalidLimit(field: "ids", min: 0, max: 1000) }
         var ids: [Int64] = []
         for (index, value) in values.enumerated() { ids.append(try jobID(value, field: "ids[\(index)]")) }
-        let rows = try context.services.database.withConnection { connection in
-            let rows = try connection.query("""
-                UPDATE job_rows SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
-                                updated_at = herald_now_ms(),
-                                -- a new id: a worker still holding the old one cannot ack or fail the new life
-                                id = nextval('jobs_id_seq') * 1024
-                 WHERE app = \(context.app) AND id = ANY (\(ids)::bigint[]) AND state = 'dead'
-                """)
-            if rows.affectedRows > 0 { try JobQueue.announce(app: context.app, on: connection) }
-            return rows
-        }
-        context.services.metrics.add(.jobsRequeued, rows.affectedRows)
-        return .json(Requeued(requeued: rows.affectedRows))
+        let requeued = try context.services.database.withConnection { try JobQueue.requeue(app: context.app, ids: ids, on: $0) }
+        context.services.metrics.add(.jobsRequeued, requeued)
+        return .json(Requeued(requeued: requeued))
     }
 }
 

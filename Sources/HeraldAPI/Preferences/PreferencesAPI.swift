@@ -30,7 +30,7 @@ package enum PreferencesAPI {
             let patch = try context.request.jsonBody()
             try DeliverySettings.checkAddress(inPatch: patch, allowPrivate: context.services.configuration.deliveryAllowPrivate)
             let (settings, secret) = try context.services.database.withTransaction { connection -> (AppSettings, WebhookSecret?) in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
+                try PreferenceStore.lockSettings(app: context.app, on: connection)
                 var settings = try PreferenceStore().settings(app: context.app, on: connection)
                 try settings.apply(patch: patch)
                 // The first push mode makes the signing secret, shown once, in this answer (SPEC §13.3).
@@ -53,7 +53,7 @@ package enum PreferencesAPI {
         })
         router.add(.delete, "/v1/settings/notifications", Route(access: .server) { (context: Context) in
             try context.services.database.withTransaction { connection in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
+                try PreferenceStore.lockSettings(app: context.app, on: connection)
                 try PreferenceStore().saveSettings(nil, app: context.app, on: connection)
                 try DeliverySecretStore().removeAll(app: context.app, on: connection)
                 try DeliveryCredentials.store([CredentialChange(kind: .apns, pem: nil), CredentialChange(kind: .fcm, pem: nil)],
@@ -64,7 +64,7 @@ package enum PreferencesAPI {
         })
         router.add(.post, "/v1/settings/delivery/rotate-secret", Route(access: .server) { (context: Context) in
             let secret = try context.services.database.withTransaction { connection -> WebhookSecret in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':settings', 0))")
+                try PreferenceStore.lockSettings(app: context.app, on: connection)
                 return try DeliverySecretStore().rotate(app: context.app, on: connection)
             }
             // (no refresh: deliverers read the live secrets with every claim)
@@ -93,7 +93,7 @@ package enum PreferencesAPI {
             let uid = try Identifier.validate(context.parameter("uid"), field: "uid")
             let patch = try context.request.jsonBody()
             let view = try context.services.database.withTransaction { connection -> JSONValue in
-                try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(context.app) || ':prefs:' || \(uid), 0))")
+                try PreferenceStore.lockPreferences(app: context.app, uid: uid, on: connection)
                 let store = PreferenceStore()
                 let settings = try store.settings(app: context.app, on: connection)
                 var preferences = try store.preferences(app: context.app, uid: uid, on: connection)
@@ -151,17 +151,11 @@ package enum PreferencesAPI {
         }
         let app = context.app
         let mutes = try context.services.database.withTransaction { connection -> Mutes in
+            let store = PreferenceStore()
             if add {
-                try connection.query("""
-                    INSERT INTO user_mutes (app, uid, conversation_type, conversation_id, until)
-                    SELECT \(app), \(uid), t, i, max(u) FROM unnest(\(ids)::text[], \(types)::text[], \(untils)::bigint[]) AS x(i, t, u) GROUP BY t, i
-                    ON CONFLICT (app, uid, conversation_type, conversation_id) DO UPDATE SET until = EXCLUDED.until
-                    """)
+                try store.mute(app: app, uid: uid, conversations: ids, types: types, until: untils, on: connection)
             } else {
-                try connection.query("""
-                    DELETE FROM user_mutes m USING unnest(\(ids)::text[], \(types)::text[]) AS x(i, t)
-                     WHERE m.app = \(app) AND m.uid = \(uid) AND m.conversation_id = x.i AND m.conversation_type = x.t
-                    """)
+                try store.unmute(app: app, uid: uid, conversations: ids, types: types, on: connection)
             }
             return try PreferenceStore().mutes(app: app, uid: uid, on: connection)
         }

@@ -35,4 +35,17 @@ package enum DeliveryCredentials {
             return Stored(kind: kind, pem: try row.decode("secret"), storedAt: try row.decode("created_at"))
         }
     }
+
+    /// The app's VAPID public key (base64url of the uncompressed point), if it has one.
+    package static func vapidPublicKey(app: String, on connection: PostgresConnection) throws -> String? {
+        try connection.query("SELECT public FROM delivery_credentials WHERE app = \(app) AND kind = 'vapid'").first?.decode(0, as: String?.self)
+    }
+
+    /// Stores the app's VAPID key pair unless it has one; returns whether this one was stored.
+    package static func storeVAPID(app: String, pem: String, publicKey: String, on connection: PostgresConnection) throws -> Bool {
+        try !connection.query("""
+            INSERT INTO delivery_credentials (app, kind, secret, public) VALUES (\(app), 'vapid', \(pem), \(publicKey))
+            ON CONFLICT (app, kind) DO NOTHING RETURNING public
+            """).isEmpty
+    }
 }

@@ -259,3 +259,17 @@ extension IncomingEvent {
         }
     }
 }
+
+extension IngestStore {
+    /// The app's rejected events before the sequence number `before` (nil: from the newest),
+    /// newest first, at most `limit`: each row its sequence number and its JSON.
+    package static func rejected(app: String, before: Int64?, limit: Int, on connection: PostgresConnection) throws -> PostgresRows {
+        try connection.query("""
+            SELECT seq, jsonb_build_object('id', id, 'source', source, 'type', type, 'error', error,
+                                           'receivedAt', received_at, 'event', event)::text
+              FROM rejected_events
+             WHERE app = \(app) AND (\(before)::bigint IS NULL OR seq < \(before))
+             ORDER BY seq DESC LIMIT \(limit)
+            """)
+    }
+}

@@ -335,4 +335,31 @@ package enum JobQueue {
                               FROM job_leases l JOIN job_block_marks k ON k.block = l.block \(leaseApp)) s) l
             """
     }
+
+    /// The queue's counts of one app, as `counts(app:)` selects them.
+    package static func counts(app: String, on connection: PostgresConnection) throws -> PostgresRow {
+        try connection.query(counts(app: app))[0]
+    }
+
+    /// Dead jobs of `app` after the id `after` (nil: from the first), in id order, at most `limit`.
+    package static func dead(app: String, after: Int64?, limit: Int, on connection: PostgresConnection) throws -> [JobPayload] {
+        try connection.query("""
+            SELECT \(JobPayload.columns)
+              FROM \(JobPayload.from("(SELECT job_rows.*, \(JobPayload.traceOf("job_rows")) FROM job_rows)"))
+             WHERE j.app = \(app) AND j.state = 'dead' AND (\(after)::bigint IS NULL OR j.id > \(after))
+             ORDER BY j.id LIMIT \(limit)
+            """).map { try JobPayload(row: $0) }
+    }
+
+    /// Dead jobs of `app` among `ids` made ready again, each under a new id (a worker still
+    /// holding the old one cannot ack or fail the new life); returns how many.
+    package static func requeue(app: String, ids: [Int64], on connection: PostgresConnection) throws -> Int {
+        let rows = try connection.query("""
+            UPDATE job_rows SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
+                            updated_at = herald_now_ms(), id = nextval('jobs_id_seq') * 1024
+             WHERE app = \(app) AND id = ANY (\(ids)::bigint[]) AND state = 'dead'
+            """)
+        if rows.affectedRows > 0 { try announce(app: app, on: connection) }
+        return rows.affectedRows
+    }
 }

@@ -103,3 +103,34 @@ package struct Mutes: JSONWritable {
         writer.object { $0.field("conversations", array: conversations) }
     }
 }
+
+extension PreferenceStore {
+    /// Serialises changes of the app's settings until the transaction ends.
+    package static func lockSettings(app: String, on connection: PostgresConnection) throws {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':settings', 0))")
+    }
+
+    /// Serialises changes of one user's preferences until the transaction ends.
+    package static func lockPreferences(app: String, uid: String, on connection: PostgresConnection) throws {
+        try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':prefs:' || \(uid), 0))")
+    }
+
+    /// Mutes each conversation (`types[i]`, `conversations[i]`) until `until[i]` (the latest of
+    /// a conversation listed twice), replacing an earlier mute.
+    package func mute(app: String, uid: String, conversations: [String], types: [String], until: [Int64],
+                      on connection: PostgresConnection) throws {
+        try connection.query("""
+            INSERT INTO user_mutes (app, uid, conversation_type, conversation_id, until)
+            SELECT \(app), \(uid), t, i, max(u) FROM unnest(\(conversations)::text[], \(types)::text[], \(until)::bigint[]) AS x(i, t, u) GROUP BY t, i
+            ON CONFLICT (app, uid, conversation_type, conversation_id) DO UPDATE SET until = EXCLUDED.until
+            """)
+    }
+
+    /// Ends the mutes of the conversations (`types[i]`, `conversations[i]`).
+    package func unmute(app: String, uid: String, conversations: [String], types: [String], on connection: PostgresConnection) throws {
+        try connection.query("""
+            DELETE FROM user_mutes m USING unnest(\(conversations)::text[], \(types)::text[]) AS x(i, t)
+             WHERE m.app = \(app) AND m.uid = \(uid) AND m.conversation_id = x.i AND m.conversation_type = x.t
+            """)
+    }
+}
