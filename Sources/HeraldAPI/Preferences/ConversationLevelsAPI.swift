@@ -22,8 +22,6 @@ package enum ConversationLevelsAPI {
     package static let notFound = HTTPError(status: 404, code: "ERR_NOT_FOUND", message: "no level is set for this conversation",
                                     params: ["field": "conversationId"])
 
-    /// The item of the answer, the list and the console: `{conversationId, level, updatedAt}`.
-    package static let itemJSON: SQL = "jsonb_build_object('conversationId', l.conversation_id, 'level', l.level, 'updatedAt', l.updated_at)::text"
 
     /// The user and the conversation of the path; 403 unless the user is in the conversation now
     /// (a current member of its group, or one of its two users).
@@ -44,11 +42,7 @@ package enum ConversationLevelsAPI {
     package static func isMember(app: String, uid: String, conversation id: String, on connection: PostgresConnection) throws -> Bool {
         if id.hasPrefix("group_") {
             // the one "can see this conversation now" rule of pins (a current member of the group)
-            let rows = try connection.query("""
-                SELECT \(Visibility.access("c", uid: "\(uid)"))
-                  FROM (SELECT \(app)::text AS app, \(String(id.dropFirst("group_".count)))::text AS group_id, NULL::text AS user_a, NULL::text AS user_b) c
-                """)
-            return try rows[0].decode(0, as: Bool.self)
+            return try ConversationLevelStore.isGroupMember(app: app, uid: uid, group: String(id.dropFirst("group_".count)), on: connection)
         }
         // one of the two users: the id is the pair's, whichever side the user sorts to
         if id.hasPrefix(uid + "_user_"), Conversation.oneOnOne(uid, String(id.dropFirst(uid.count + 6))).id == id { return true }
@@ -65,27 +59,15 @@ package enum ConversationLevelsAPI {
         let rows = try context.services.database.withConnection { connection in
             let (uid, conversation) = try target(context, on: connection)
             // the same level again is no change: its time and the feed stay as they were
-            return try connection.query("""
-                WITH put AS (
-                    INSERT INTO conversation_levels AS l (app, uid, conversation_id, level, updated_at)
-                    VALUES (\(context.app), \(uid), \(conversation), \(level.rawValue), herald_now_ms())
-                    ON CONFLICT (app, uid, conversation_id) DO UPDATE SET level = EXCLUDED.level, updated_at = EXCLUDED.updated_at
-                     WHERE l.level <> EXCLUDED.level
-                    RETURNING l.*
-                )
-                SELECT \(itemJSON) FROM put l
-                UNION ALL
-                SELECT \(itemJSON) FROM conversation_levels l
-                 WHERE l.app = \(context.app) AND l.uid = \(uid) AND l.conversation_id = \(conversation) AND NOT EXISTS (SELECT 1 FROM put)
-                """)
+            return try ConversationLevelStore.set(app: context.app, uid: uid, conversation: conversation, level: level, on: connection)
         }
-        return .json(RawJSON(try rows[0].decode(0, as: String.self)))
+        return .json(RawJSON(rows))
     }
 
     package static func delete(_ context: Context) throws -> Response {
         let deleted = try context.services.database.withConnection { connection in
             let (uid, conversation) = try target(context, on: connection)
-            return try connection.query("DELETE FROM conversation_levels WHERE app = \(context.app) AND uid = \(uid) AND conversation_id = \(conversation) RETURNING 1").count
+            return try ConversationLevelStore.remove(app: context.app, uid: uid, conversation: conversation, on: connection) ? 1 : 0
         }
         guard deleted > 0 else { throw notFound }
         return .noContent()
@@ -97,15 +79,7 @@ package enum ConversationLevelsAPI {
         let list = try ListParameters(context.request, defaultLimit: 100)
         let after = try PinsAPI.position(list, kind: "conversation-levels")
         let rows = try context.services.database.withConnection { connection in
-            try connection.query("""
-                SELECT l.updated_at || '/' || l.conversation_id, \(itemJSON)
-                  FROM conversation_levels l
-                 WHERE l.app = \(context.app) AND l.uid = \(uid)
-                   AND (\(after?.at)::bigint IS NULL OR l.updated_at < \(after?.at)
-                        OR (l.updated_at = \(after?.at) AND l.conversation_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
-                 ORDER BY l.updated_at DESC, l.conversation_id COLLATE "C" DESC
-                 LIMIT \(list.limit + 1)
-                """)
+            try ConversationLevelStore.list(app: context.app, uid: uid, after: after, limit: list.limit + 1, on: connection)
         }
         return try list.page(rows, kind: "conversation-levels")
     }
