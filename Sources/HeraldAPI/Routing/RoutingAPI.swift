@@ -44,9 +44,7 @@ package enum RoutingAPI {
             let settings = try PreferenceStore().settings(app: app, on: connection)
             let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             // As of the message, as its fan-out judged it (SPEC §4).
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                         asOf: message.sentAt)
+            let subscription = try Routing.SubscriptionState(row: row, asOf: message.sentAt)
             var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("mentioned"),
                                      preferences: preferences, settings: settings,
                                      mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds(),
@@ -102,9 +100,7 @@ extension RoutingAPI {
         let message = try DomainEvent.MessageCreated(row: row, id: messageID, at: editedAt)
         let settings = try PreferenceStore().settings(app: app, on: connection)
         let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
-        let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                     manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                     asOf: editedAt)
+        let subscription = try Routing.SubscriptionState(row: row, asOf: editedAt)
         var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("newly_mentioned"),
                                  preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"),
                                  now: currentTimeMilliseconds(),
@@ -159,9 +155,7 @@ extension RoutingAPI {
         input.reactions = cache.effective(text).conversation(type).reactions
         input.wroteMessage = try row.decode("author", as: String?.self) == uid
         input.onReply = try row.decode("parent_id", as: String?.self) != nil
-        input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                       manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                       judgedAt: addedAt)
+        input.subscription = try Routing.SubscriptionState(row: row, judgedAt: addedAt)
         let decision = Routing.decide(input)
         var steps = decision.steps
         var notified = decision.notified

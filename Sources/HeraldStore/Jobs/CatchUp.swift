@@ -71,8 +71,7 @@ extension Fanout {
             let uid = try row.decode("uid", as: String.self)
             let message = try DomainEvent.MessageCreated(row: row)
             let unsubscribedAt = try row.decode("unsubscribed_at", as: Int64?.self)
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                         manualAt: try row.decode("manual_at"), unsubscribedAt: unsubscribedAt, asOf: message.sentAt)
+            let subscription = try Routing.SubscriptionState(row: row, asOf: message.sentAt)
             guard subscription == .subscribed else { continue }
             // A message older than maxEventAgeSeconds is not routed again: a late trigger does
             // not wake anyone for it any more than its own event would (SPEC §11.5).

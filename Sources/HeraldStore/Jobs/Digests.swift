@@ -209,9 +209,7 @@ package final class DigestCloser: Sendable {
                        now: Int64) throws -> Routing.Decision {
         let message = try DomainEvent.MessageCreated(row: row, id: try row.decode("message_id"), thread: thread)
         let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
-        let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                     manualAt: try row.decode("manual_at"), unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                     asOf: now)
+        let subscription = try Routing.SubscriptionState(row: row, asOf: now)
         var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: false,
                                  preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now,
                                  level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)

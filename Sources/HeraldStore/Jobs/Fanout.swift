@@ -76,8 +76,7 @@ package struct Fanout {
                 text: try edit.text ?? row.decode("text", as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
                 quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode("send_notification", as: Bool?.self))
             let preferences = Self.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
-            let subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"), manualAt: try row.decode("manual_at"),
-                                                         unsubscribedAt: try row.decode("unsubscribed_at"), asOf: edit.editedAt)
+            let subscription = try Routing.SubscriptionState(row: row, asOf: edit.editedAt)
             var input = Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
                                    preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now,
                                    level: try Self.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)

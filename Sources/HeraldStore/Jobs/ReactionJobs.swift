@@ -195,10 +195,7 @@ package enum ReactionJobs {
             input.reactions = preferences.conversation(type).reactions
             input.wroteMessage = try row.decode("wrote")
             input.onReply = try row.decode("on_reply")
-            input.subscription = Routing.SubscriptionState(subscribed: try row.decode("subscribed"), since: try row.decode("since"),
-                                                           manualAt: try row.decode("manual_at"),
-                                                           unsubscribedAt: try row.decode("unsubscribed_at"),
-                                                           judgedAt: try row.decode("added_at"))
+            input.subscription = try Routing.SubscriptionState(row: row, judgedAt: try row.decode("added_at"))
             guard case .notified(let reason) = Routing.decide(input).outcome else { continue }
             jobs.append(EventJobs.Row(event: item.event, messageID: try row.decode("message_id", as: String.self), subjectID: item.reactionID,
                                       recipient: uid, kind: .reaction, reason: reason.rawValue,
