@@ -37,7 +37,10 @@ package struct RequestPipeline: Sendable {
         ChangesAPI.register(in: &router)
         ConsoleAPI.register(in: &router)
         UserRoutes.mirror(in: &router)
-        self.router = router
+        // each handler's services built once, here, rather than for every request
+        var bound = Router<Route>()
+        for entry in router.entries { bound.add(entry.method, entry.pattern, entry.value.bound(to: services)) }
+        self.router = bound
     }
 
     /// Every (method, pattern) served, for documentation and tests.

@@ -27,22 +27,37 @@ package struct Route: Sendable {
     /// Media types accepted for a body; empty when the route takes no body.
     package let accepts: [String]
     package let handler: Handler
+    /// Makes the handler for an instance's services: its own are built here, once.
+    private let bind: @Sendable (Dependencies) -> Handler
 
-    /// A route whose handler uses `Services`.
+    /// A route whose handler uses `Services`. Until `bound(to:)`, each call builds them.
     package init<Services: HandlerServices>(access: Access, accepts: [String] = [],
                                             handler: @escaping @Sendable (RequestContext<Services>) throws -> Response) {
+        let bind: @Sendable (Dependencies) -> Handler = { all in
+            let services = Services(all)
+            return { request, parameters, principal, _ in
+                try handler(RequestContext(request: request, parameters: parameters, principal: principal, services: services))
+            }
+        }
+        self.init(access: access, accepts: accepts, bind: bind, handler: { try bind($3)($0, $1, $2, $3) })
+    }
+
+    private init(access: Access, accepts: [String], bind: @escaping @Sendable (Dependencies) -> Handler, handler: @escaping Handler) {
         self.access = access
         self.accepts = accepts
-        self.handler = { request, parameters, principal, all in
-            try handler(RequestContext(request: request, parameters: parameters, principal: principal, services: Services(all)))
-        }
+        self.bind = bind
+        self.handler = handler
     }
 
     /// The same handler under another access (the /v1/me mirror).
-    package init(access: Access, accepts: [String], erased handler: @escaping Handler) {
-        self.access = access
-        self.accepts = accepts
-        self.handler = handler
+    package func mirrored(access: Access) -> Route {
+        Route(access: access, accepts: accepts, bind: bind, handler: handler)
+    }
+
+    /// The route with its handler's services built from `all` now, at start-up, not per request.
+    package func bound(to all: Dependencies) -> Route {
+        let handler = bind(all)
+        return Route(access: access, accepts: accepts, bind: { _ in handler }, handler: handler)
     }
 
     /// Media types of the JSON routes.

@@ -17,7 +17,7 @@ package enum UserRoutes {
         for entry in router.entries where entry.pattern.hasPrefix(userPrefix) {
             let route = entry.value
             router.add(entry.method, mirrorPath(of: entry.pattern),
-                       Route(access: .user, accepts: route.accepts, erased: route.handler))
+                       route.mirrored(access: .user))
         }
     }
 
