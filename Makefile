@@ -1,5 +1,5 @@
 # Herald: the two commands are `make run` and `make test`.
-.PHONY: run test bench fleet-test image-test build release deps clean
+.PHONY: run test bench fleet-test citus-test image-test build release deps clean
 
 run:      ## build in release mode and serve on 127.0.0.1:8080 with a local database
 	@bash scripts/run.sh
@@ -12,6 +12,9 @@ bench:    ## build in release mode and measure Herald (BENCH_ARGS="--quick" for 
 
 fleet-test: ## three instances on one database under four faults (SIGKILL, fan-out, failover, PgBouncer); ~2 min
 	@FLEET_ARGS="$(FLEET_ARGS)" bash scripts/fleet-test.sh
+
+citus-test: ## build Citus, a coordinator and two workers; the integration suite on it, then a load while a third worker is added and the shards rebalanced
+	@CITUS_TEST_ARGS="$(CITUS_TEST_ARGS)" bash scripts/citus-test.sh
 
 image-test: ## build deploy/Dockerfile's runtime stage with podman on a debootstrapped Debian 12 and start herald in it
 	@bash scripts/image-test.sh

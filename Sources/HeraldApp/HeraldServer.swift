@@ -39,7 +39,7 @@ package final class HeraldServer: Sendable {
         guard let databaseURL = configuration.databaseURL else {
             throw ConfigurationError(variable: "DATABASE_URL", message: "is required")
         }
-        let migrator = try Migrator(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory))
+        let migrator = try Migrator(directory: Migration.locateDirectory(configured: configuration.migrationsDirectory), mode: configuration.databaseMode)
         let openAPI = try OpenAPIDocument.load(configured: configuration.openAPIFile)
         let console = try ConsoleFiles.load(configured: configuration.consoleDirectory)
         let prepare = configuration.databasePoolMode == .session
@@ -66,7 +66,8 @@ package final class HeraldServer: Sendable {
             applicationName: "herald-delivery", prepareStatements: prepare))
         delivery = DeliveryLoop(database: deliveryDatabase, metrics: metrics, logger: logger,
                                     allowPrivateAddresses: configuration.deliveryAllowPrivate, caFile: configuration.deliveryCAFile)
-        let notifications = NotificationListener(connectionString: listenURL, changes: changeWaiter, jobs: jobWaiter, delivery: delivery, logger: logger)
+        let notifications = NotificationListener(connectionString: listenURL, changes: changeWaiter, jobs: jobWaiter, delivery: delivery,
+                                                 databaseMode: configuration.databaseMode, logger: logger)
         service = RequestPipeline(services: Dependencies(configuration: configuration, database: database, logger: logger,
                                              migrator: migrator, fanout: fanout, jobWaiter: jobWaiter, changeWaiter: changeWaiter, delivery: delivery, metrics: metrics,
                                              inboxRefresher: InboxRefresher(database: database, logger: logger),

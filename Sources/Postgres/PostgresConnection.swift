@@ -21,13 +21,17 @@ public final class PostgresConnection: @unchecked Sendable {
     /// was demoted): the next `ensureAlive` connects again, and libpq's
     /// `target_session_attrs=read-write` then finds the primary.
     private var mustReconnect = false
+    private let overrides: [(keyword: String, value: String)]
 
     /// Opens a connection. `connectionString` is a libpq URL (`postgresql://…`) or a conninfo
-    /// string (`host=… dbname=…`).
-    public init(connectionString: String, applicationName: String = "herald", prepareStatements: Bool = true) throws {
+    /// string (`host=… dbname=…`); `overrides` are libpq keywords that replace its values (the
+    /// host and port of another node of a Citus cluster, reached as the coordinator is).
+    public init(connectionString: String, applicationName: String = "herald", prepareStatements: Bool = true,
+                overrides: [(keyword: String, value: String)] = []) throws {
         self.connectionString = connectionString
         self.applicationName = applicationName
         self.prepareStatements = prepareStatements
+        self.overrides = overrides
         try connect()
     }
 
@@ -53,9 +57,10 @@ public final class PostgresConnection: @unchecked Sendable {
     public func connect() throws {
         close()
         mustReconnect = false
-        // Keywords before `dbname` are defaults: the expanded connection string overrides them.
-        let keywords = ["connect_timeout", "application_name", "client_encoding", "dbname"]
-        let values = ["5", applicationName, "UTF8", connectionString]
+        // Keywords before `dbname` are defaults: the expanded connection string overrides them,
+        // and the overrides after it override the string.
+        let keywords = ["connect_timeout", "application_name", "client_encoding", "dbname"] + overrides.map(\.keyword)
+        let values = ["5", applicationName, "UTF8", connectionString] + overrides.map(\.value)
         let newHandle = withCStrings(keywords) { keywordPointers in
             withCStrings(values) { valuePointers in
                 PQconnectdbParams(keywordPointers, valuePointers, 1)

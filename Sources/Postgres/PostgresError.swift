@@ -68,6 +68,7 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     /// compares a bare code.
     public enum SQLState {
         public static let uniqueViolation = "23505"
+        public static let foreignKeyViolation = "23503"
         public static let serializationFailure = "40001"
         public static let deadlockDetected = "40P01"
         public static let undefinedTable = "42P01"

@@ -233,7 +233,7 @@ extension Bench {
     /// The app's acked jobs, cheaply: the acked marks of its blocks and its acked row jobs.
     static func acked(app: String) -> SQL {
         """
-        SELECT (SELECT coalesce(sum(bit_count(k.acked & ~k.moved)), 0) FROM job_blocks b JOIN job_block_marks k ON k.block = b.id
+        SELECT (SELECT coalesce(sum(bit_count(k.acked & ~k.moved)), 0) FROM job_blocks b JOIN job_block_marks k ON k.app = b.app AND k.block = b.id
                  WHERE b.app = \(app))::bigint
              + (SELECT count(*) FROM job_rows WHERE app = \(app) AND state = 'acked')
         """

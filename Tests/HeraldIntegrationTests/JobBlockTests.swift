@@ -84,7 +84,7 @@ struct JobBlockTests {
                                    json: Events.json(["jobs": rest.map { ["id": $0["id"]!, "attempt": $0["attempt"]!] }])).json
         #expect(all2["acked"] as? Int == 73)
         #expect(try stats()["ready"] == 0 && stats()["leased"] == 0 && stats()["retrying"] == 1 && stats()["dead"] == 1)
-        #expect(try count("SELECT count(*) FROM job_leases l JOIN job_blocks b ON b.id = l.block WHERE b.app = \(app.id)") == 0,
+        #expect(try count("SELECT count(*) FROM job_leases l JOIN job_blocks b ON b.app = l.app AND b.id = l.block WHERE b.app = \(app.id)") == 0,
                 "acked ranges leave no lease behind")
     }
 

@@ -46,7 +46,7 @@ struct PostgresFailoverTests {
         // What a restart, a failover or pg_terminate_backend does to an idle session: the server
         // sends a FATAL error and closes it.
         let other = try environment.connection()
-        #expect(try other.query("SELECT pg_terminate_backend(\(firstPID))")[0].decode(0, as: Bool.self))
+        #expect(try other.query("SELECT pg_terminate_backend(\(firstPID)::int)")[0].decode(0, as: Bool.self))
         #expect(try eventually(seconds: 5) {
             try other.query("SELECT count(*) FROM pg_stat_activity WHERE pid = \(firstPID)")[0].decode(0, as: Int.self) == 0
         })

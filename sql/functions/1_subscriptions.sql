@@ -5,6 +5,27 @@
 -- longer than running them). The statements reach rows through their keys with LATERAL …
 -- OFFSET 0 and ctid, so a generic plan is the right plan whatever the statistics.
 
+-- Was uid a member of the group at time t? The latest evidence at or before t decides; a join
+-- and a removal at the same time: the removal wins. (Created by sql/0002 as a LANGUAGE sql
+-- function; defined here since issue 39. PL/pgSQL: a LANGUAGE sql function with these subqueries
+-- is not inlined, and on Citus such a function's statements cannot be planned at all.)
+CREATE OR REPLACE FUNCTION herald_member_at(p_app text, p_group text, p_uid text, p_at bigint) RETURNS boolean
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN coalesce(
+        greatest(
+            (SELECT max(e.at) FROM member_events e
+              WHERE e.app = p_app AND e.group_id = p_group AND e.uid = p_uid AND e.joined AND e.at <= p_at),
+            (SELECT max(m.sent_at) FROM messages m
+              WHERE m.app = p_app AND m.group_id = p_group AND m.sender = p_uid AND m.created_seen AND m.sent_at <= p_at)
+        ) > coalesce(
+            (SELECT max(e.at) FROM member_events e
+              WHERE e.app = p_app AND e.group_id = p_group AND e.uid = p_uid AND NOT e.joined AND e.at <= p_at),
+            -9223372036854775808),
+        false);
+END
+$$;
+
 -- Recomputes the thread rows of p_threads from the messages.
 CREATE OR REPLACE FUNCTION herald_refresh_threads(p_app text, p_threads text[]) RETURNS void
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$

@@ -78,7 +78,7 @@ BEGIN
         visible = p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
         unread_mentions = p.mentions
       FROM counted p
-     WHERE s.ctid = p.row
+     WHERE s.app = p_app AND s.ctid = p.row
        AND (s.conversation_id, s.read_at, s.read_id, s.read_count, s.has_unread, s.activity_at, s.visible, s.unread_mentions)
            IS DISTINCT FROM
            (p.conversation_id, p.read_at, p.read_id, p.reply_count - p.after, p.others > 0,
@@ -148,7 +148,7 @@ BEGIN
         has_unread = s.has_unread OR d.unread,
         unread_mentions = s.unread_mentions + d.mentions
       FROM delta d
-     WHERE s.ctid = d.row;
+     WHERE s.app = p_app AND s.ctid = d.row;
 END
 $$;
 
@@ -297,16 +297,18 @@ DECLARE
     sender_uids text[];
     sender_threads text[];
     grown text[] := '{}';
+    recounted text[];
+    visible text[];
 BEGIN
     IF cardinality(p_threads) > 0 THEN
         -- Threads that only gained new replies take them incrementally; every other touched
         -- thread (its parent, an edit, a deletion, a thread seen for the first time) is
         -- recomputed from its messages.
         grown := herald_add_replies(p_app, p_threads, p_recount, p_new_replies);
-        PERFORM herald_refresh_threads(p_app, array_agg(x.id))
-           FROM (SELECT DISTINCT unnest(p_threads) AS id) x
-          WHERE x.id <> ALL (grown)
-         HAVING count(*) > 0;
+        SELECT array_agg(x.id) INTO recounted FROM (SELECT DISTINCT unnest(p_threads) AS id) x WHERE x.id <> ALL (grown);
+        IF recounted IS NOT NULL THEN
+            PERFORM herald_refresh_threads(p_app, recounted);
+        END IF;
     END IF;
     WITH raw AS (
         SELECT uid, thread_id, at FROM unnest(p_key_uids, p_key_threads, p_key_at) AS d(uid, thread_id, at)
@@ -385,13 +387,17 @@ BEGIN
         ON CONFLICT DO NOTHING;
         -- visibility changes with a thread's first reply, its deletion, or a deleted reply (the
         -- count may fall to zero): threads with more replies than this batch brought are left alone
-        PERFORM herald_refresh_visibility(p_app, array_agg(t.parent_id))
+        -- (the threads first, then the call: a function called from a query over the app's
+        -- tables would run inside that query, on Citus on the worker, and nest its own queries)
+        SELECT array_agg(t.parent_id) INTO visible
            FROM threads t
            LEFT JOIN (SELECT m.parent_id, count(*) AS c FROM messages m
                        WHERE m.app = p_app AND m.id = ANY (p_new_replies) GROUP BY m.parent_id) n ON n.parent_id = t.parent_id
           WHERE t.app = p_app AND t.parent_id = ANY (p_threads)
-            AND (t.parent_id = ANY (p_recount) OR t.deleted_at IS NOT NULL OR t.reply_count <= coalesce(n.c, 0))
-         HAVING count(*) > 0;
+            AND (t.parent_id = ANY (p_recount) OR t.deleted_at IS NOT NULL OR t.reply_count <= coalesce(n.c, 0));
+        IF visible IS NOT NULL THEN
+            PERFORM herald_refresh_visibility(p_app, visible);
+        END IF;
     END IF;
     IF cardinality(p_evidence_groups) > 0 THEN
         PERFORM herald_refresh_access(p_app, p_evidence_groups, p_evidence_uids);

@@ -14,6 +14,13 @@
 -- At commit, herald_commit_changes reads each noted subject's final state and appends one item
 -- per (user, kind, subject) to `changes`.
 
+-- Wakes the long polls waiting on every instance (NotificationListener): NOTIFY, sent at commit.
+-- On Citus the Citus layout (sql/citus/layout.sql) makes it do nothing: these functions run on the
+-- workers, where Citus commits with two-phase commit, which refuses a transaction that notified,
+-- and no instance listens; there the instances look for changes themselves (docs/scaling.md).
+CREATE OR REPLACE FUNCTION herald_notify(p_channel text, p_payload text) RETURNS void
+    LANGUAGE sql AS $$ SELECT pg_notify(p_channel, p_payload) $$;
+
 CREATE OR REPLACE FUNCTION herald_note_subscription() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
@@ -56,94 +63,122 @@ BEGIN
 END
 $$;
 
--- Arms the commit step: the first statement of a transaction that notes a change writes one row
--- to changes_commits, whose deferred trigger is the commit step below (one call per
--- transaction, however many changes it noted). A transaction-local setting remembers that this
--- transaction is armed; a savepoint rolled back undoes the setting and the row together.
+-- Arms the commit step: the first statement of a transaction that notes a change of an app writes
+-- one row (app, transaction) to changes_commits, whose deferred trigger is the commit step below (one
+-- call per app a transaction changed, however many changes it noted; Herald's requests change one
+-- app each). A transaction-local setting remembers the app this transaction last armed; a savepoint
+-- rolled back undoes the setting and the row together. On Citus this runs on the worker that holds
+-- the app, and so does the commit step.
 CREATE OR REPLACE FUNCTION herald_arm_changes() RETURNS trigger
     LANGUAGE plpgsql AS $$
+DECLARE
+    first_app text;
+    last_app text;
 BEGIN
-    IF current_setting('herald.changes_armed', true) IS DISTINCT FROM pg_current_xact_id()::text THEN
-        PERFORM set_config('herald.changes_armed', pg_current_xact_id()::text, true);
-        INSERT INTO changes_commits DEFAULT VALUES ON CONFLICT DO NOTHING;
+    SELECT min(a.app COLLATE "C"), max(a.app COLLATE "C") INTO first_app, last_app FROM added a;
+    IF first_app IS NULL OR (first_app = last_app AND current_setting('herald.changes_armed', true)
+                                                      IS NOT DISTINCT FROM pg_current_xact_id()::text || chr(31) || first_app) THEN
+        RETURN NULL;
+    END IF;
+    PERFORM set_config('herald.changes_armed', pg_current_xact_id()::text || chr(31) || last_app, true);
+    IF first_app = last_app THEN
+        INSERT INTO changes_commits (app) VALUES (first_app) ON CONFLICT DO NOTHING;
+    ELSE
+        INSERT INTO changes_commits (app) SELECT DISTINCT a.app FROM added a ON CONFLICT DO NOTHING;
     END IF;
     RETURN NULL;
 END
 $$;
 
--- The commit step: the deferred trigger of the transaction's changes_commits row, so it runs once,
--- at COMMIT, after every statement of the transaction.
+-- The commit step: the deferred trigger of the transaction's changes_commits row of an app, so it
+-- runs once per app, at COMMIT, after every statement of the transaction. It reads and writes only
+-- that app's rows (on Citus: the shards on the worker it runs on).
 --   1. Lock each user of the transaction's changes: the user's changes_users row, inserted when
 --      missing and locked in one statement, in one global order (an INSERT … ON CONFLICT DO UPDATE
 --      whose WHERE is false locks the existing row without writing it), held until the commit.
 --      One user's changes are then numbered in the order their transactions commit. A row lock
 --      takes no slot of PostgreSQL's shared lock table, so any number of users fits.
---   2. Read each noted subject's state as the transaction leaves it, and append one item per
---      (user, kind, subject), numbered from change_seq in the order they were noted.
+--   2. Read each noted subject's state as the transaction leaves it (every table filtered by the
+--      app itself, v_app, so that Citus keeps each statement on the worker it runs on), and append one item per
+--      (user, kind, subject), numbered from change_seq in the order they were noted, and above the
+--      last number of its users (the highest of them plus the change's place among this commit's,
+--      which grows with the order noted as change_seq does): on Citus each node has its own change_seq,
+--      and an app whose shards moved to another worker (a rebalance) must not number its users'
+--      changes lower than before.
 --   3. NOTIFY herald_changes with the users ("app<US>uid" separated by <RS>, 30 to a message),
 --      which wakes the feed's long polls on every instance.
 CREATE OR REPLACE FUNCTION herald_commit_changes() RETURNS trigger
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 DECLARE
     me xid8 := pg_current_xact_id();
+    v_app text := NEW.app;
     users text[];
     now_ms bigint;
+    first_ord bigint;
+    v_floor bigint;
 BEGIN
-    DELETE FROM changes_commits c WHERE c.xid = me;
+    DELETE FROM changes_commits c WHERE c.app = v_app AND c.xid = me;
     SELECT array_agg(u.app || chr(31) || u.uid ORDER BY u.app COLLATE "C", u.uid COLLATE "C") INTO users
-      FROM (SELECT DISTINCT p.app, p.uid FROM changes_pending p WHERE p.xid = me) u;
+      FROM (SELECT DISTINCT p.app, p.uid FROM changes_pending p WHERE p.app = v_app AND p.xid = me) u;
     IF users IS NULL THEN
         RETURN NULL;
     END IF;
     -- the users just gathered, in their order (ids hold no control character, so <US> splits them)
     INSERT INTO changes_users AS cu (app, uid)
-    SELECT split_part(u.key, chr(31), 1), split_part(u.key, chr(31), 2) FROM unnest(users) WITH ORDINALITY AS u(key, n)
+    SELECT v_app, split_part(u.key, chr(31), 2) FROM unnest(users) WITH ORDINALITY AS u(key, n)
      ORDER BY u.n
         ON CONFLICT (app, uid) DO UPDATE SET uid = excluded.uid WHERE false;
     now_ms := (extract(epoch FROM clock_timestamp()) * 1000)::bigint;
+    SELECT min(p.ord) INTO first_ord FROM changes_pending p WHERE p.app = v_app AND p.xid = me;
+    SELECT coalesce(max(f.seq), 0) INTO v_floor
+      FROM unnest(users) AS u(key)
+     CROSS JOIN LATERAL (SELECT c.seq FROM changes c WHERE c.app = v_app AND c.uid = split_part(u.key, chr(31), 2)
+                          ORDER BY c.seq DESC LIMIT 1) f;
     WITH moved AS (
-        DELETE FROM changes_pending p WHERE p.xid = me RETURNING p.app, p.uid, p.kind, p.subject, p.actor, p.ord
+        DELETE FROM changes_pending p WHERE p.app = v_app AND p.xid = me RETURNING p.app, p.uid, p.kind, p.subject, p.actor, p.ord
     ),
     noted AS MATERIALIZED (
         SELECT m.app, m.uid, m.kind, m.subject, m.actor, min(m.ord) AS ord
           FROM moved m GROUP BY m.app, m.uid, m.kind, m.subject, m.actor
     ),
+    -- (columns named, not n.*, st.*: Citus 13 mixes up the columns of a star in this statement)
     stated AS MATERIALIZED (
-        SELECT n.*, st.*
+        SELECT n.app, n.uid, n.kind, n.subject, n.actor, n.ord, st.s_subscribed, st.s_since, st.s_source, st.s_reason,
+               st.s_tracked, st.s_read_id, st.s_read_count, st.s_unread_mentions, st.s_reply_count
           FROM noted n
           CROSS JOIN LATERAL (
               SELECT s.subscribed AS s_subscribed, s.since AS s_since, s.source AS s_source, s.reason AS s_reason, s.tracked AS s_tracked,
                      s.read_id AS s_read_id, s.read_count AS s_read_count, s.unread_mentions AS s_unread_mentions,
-                     (SELECT t.reply_count FROM threads t WHERE t.app = n.app AND t.parent_id = n.subject) AS s_reply_count
+                     (SELECT t.reply_count FROM threads t WHERE t.app = v_app AND t.parent_id = n.subject) AS s_reply_count
                 FROM (SELECT 1) one
                 LEFT JOIN subscriptions s ON n.kind IN ('subscription', 'read')
-                                         AND s.app = n.app AND s.uid = n.uid AND s.thread_id = n.subject
+                                         AND s.app = v_app AND s.uid = n.uid AND s.thread_id = n.subject
           ) st
     )
     INSERT INTO changes (app, uid, seq, at, kind, subject, conversation_id, flag, time, source, reason, actor,
                          read_up_to, unread_replies, unread_mentions, level)
-    SELECT x.app, x.uid, nextval('change_seq'), now_ms, x.kind, x.subject,
+    SELECT v_app, x.uid, x.seq, now_ms, x.kind, x.subject,
            CASE WHEN x.kind = 'messagePin' THEN (SELECT coalesce(mp.conversation_id, msg.conversation_id)
                                                   FROM (SELECT 1) one
-                                                  LEFT JOIN message_pins mp ON mp.app = x.app AND mp.message_id = x.subject
-                                                  LEFT JOIN messages msg ON msg.app = x.app AND msg.id = x.subject) END,
+                                                  LEFT JOIN message_pins mp ON mp.app = v_app AND mp.message_id = x.subject
+                                                  LEFT JOIN messages msg ON msg.app = v_app AND msg.id = x.subject) END,
            CASE x.kind WHEN 'subscription' THEN coalesce(x.s_subscribed, false)
-                       WHEN 'device' THEN NOT EXISTS (SELECT 1 FROM devices d WHERE d.app = x.app AND d.uid = x.uid AND d.id = x.subject)
+                       WHEN 'device' THEN NOT EXISTS (SELECT 1 FROM devices d WHERE d.app = v_app AND d.uid = x.uid AND d.id = x.subject)
            END,
            CASE x.kind
                WHEN 'subscription' THEN x.s_since
                WHEN 'messagePin' THEN coalesce((SELECT CASE WHEN mp.pinned THEN mp.at ELSE 0 END FROM message_pins mp
-                                                 WHERE mp.app = x.app AND mp.message_id = x.subject), 0)
+                                                 WHERE mp.app = v_app AND mp.message_id = x.subject), 0)
                WHEN 'save' THEN coalesce((SELECT CASE WHEN ms.saved THEN ms.at ELSE 0 END FROM message_saves ms
-                                           WHERE ms.app = x.app AND ms.uid = x.uid AND ms.message_id = x.subject), 0)
+                                           WHERE ms.app = v_app AND ms.uid = x.uid AND ms.message_id = x.subject), 0)
                WHEN 'conversationPin' THEN coalesce((SELECT CASE WHEN cp.pinned THEN cp.at ELSE 0 END FROM conversation_pins cp
-                                                      WHERE cp.app = x.app AND cp.owner = x.actor AND cp.conversation_id = x.subject), 0)
+                                                      WHERE cp.app = v_app AND cp.owner = x.actor AND cp.conversation_id = x.subject), 0)
            END,
            CASE WHEN x.kind = 'subscription' AND x.s_subscribed THEN x.s_source END,
            CASE WHEN x.kind = 'subscription' AND x.s_subscribed THEN x.s_reason END,
            CASE x.kind
                WHEN 'messagePin' THEN (SELECT mp.pinned_by FROM message_pins mp
-                                        WHERE mp.app = x.app AND mp.message_id = x.subject AND mp.pinned)
+                                        WHERE mp.app = v_app AND mp.message_id = x.subject AND mp.pinned)
                WHEN 'conversationPin' THEN x.actor
            END,
            CASE WHEN x.kind = 'read' THEN nullif(x.s_read_id, '') END,
@@ -152,10 +187,15 @@ BEGIN
            CASE x.kind
                WHEN 'subscription' THEN CASE WHEN x.s_subscribed AND x.s_tracked THEN 'track' ELSE 'notify' END
                WHEN 'conversationLevel' THEN (SELECT cl.level FROM conversation_levels cl
-                                               WHERE cl.app = x.app AND cl.uid = x.uid AND cl.conversation_id = x.subject)
+                                               WHERE cl.app = v_app AND cl.uid = x.uid AND cl.conversation_id = x.subject)
            END
-      FROM (SELECT * FROM stated ORDER BY ord) x;
-    PERFORM pg_notify('herald_changes', array_to_string(users[i:i + 29], chr(30)))
+      FROM (SELECT st.app, st.uid, st.kind, st.subject, st.actor, st.ord, st.s_subscribed, st.s_since, st.s_source, st.s_reason,
+                   st.s_tracked, st.s_read_id, st.s_read_count, st.s_unread_mentions, st.s_reply_count,
+                   -- (nextval runs after the sort, so in the order noted; computed here rather than in
+                   -- the INSERT's own list, where Citus 13 confuses the columns it reads)
+                   greatest(nextval('change_seq'), v_floor + st.ord - first_ord + 1) AS seq
+              FROM stated st ORDER BY st.ord) x;
+    PERFORM herald_notify('herald_changes', array_to_string(users[i:i + 29], chr(30)))
        FROM generate_series(1, cardinality(users), 30) AS i;
     RETURN NULL;
 END
@@ -167,7 +207,7 @@ $$;
 CREATE OR REPLACE FUNCTION herald_notify_jobs() RETURNS trigger
     LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('herald_jobs', a.app) FROM (SELECT DISTINCT app FROM added) a;
+    PERFORM herald_notify('herald_jobs', a.app) FROM (SELECT DISTINCT app FROM added) a;
     RETURN NULL;
 END
 $$;

@@ -15,13 +15,13 @@ BEGIN
         RETURN 0;
     END IF;
     PERFORM 1 FROM job_block_marks k
-      WHERE k.block IN (SELECT block FROM job_leases WHERE app = p_app AND until <= p_now)
+      WHERE k.app = p_app AND k.block IN (SELECT block FROM job_leases WHERE app = p_app AND until <= p_now)
       ORDER BY k.block FOR UPDATE;
     WITH due AS (
         DELETE FROM job_leases WHERE app = p_app AND until <= p_now RETURNING block, first, last, until
     ), lost AS (
         SELECT d.block, p.n, d.until
-          FROM due d JOIN job_block_marks k ON k.block = d.block
+          FROM due d JOIN job_block_marks k ON k.app = p_app AND k.block = d.block
          CROSS JOIN generate_series(d.first + 1, d.last) AS p(n)
          WHERE substring(k.acked | k.moved FROM p.n FOR 1) = B'0'
     ), moved AS (
@@ -29,12 +29,12 @@ BEGIN
                               state, attempt, created_at, available_at, updated_at)
         SELECT b.id * 1024 + l.n - 1, b.app, b.message_id, b.recipients[l.n], b.event_source, b.event_id, b.event_type,
                herald_reason_name(b.reasons[l.n]), b.privacy[l.n], 'ready', 1, b.created_at, l.until, p_now
-          FROM lost l JOIN job_blocks b ON b.id = l.block
+          FROM lost l JOIN job_blocks b ON b.app = p_app AND b.id = l.block
         RETURNING 1
     ), marked AS (
         UPDATE job_block_marks k SET moved = k.moved | m.mask
           FROM (SELECT block, bit_or(herald_bit(n)) AS mask FROM lost GROUP BY block) m
-         WHERE k.block = m.block
+         WHERE k.app = p_app AND k.block = m.block
         RETURNING 1
     )
     SELECT count(*) INTO v_moved FROM moved;
@@ -67,7 +67,7 @@ BEGIN
     -- The picked rows are updated through their ctid (a Tid Scan in every plan; see JobQueue).
     WITH claimed AS (
         UPDATE job_rows j SET state = 'leased', attempt = j.attempt + 1, lease_until = v_until, updated_at = v_now
-         WHERE j.ctid = ANY (ARRAY(SELECT ctid FROM job_rows
+         WHERE j.app = p_app AND j.ctid = ANY (ARRAY(SELECT ctid FROM job_rows
                                     WHERE app = p_app AND state = 'ready' AND available_at <= v_now
                                     ORDER BY available_at, id LIMIT p_max
                                     FOR UPDATE SKIP LOCKED))
@@ -85,9 +85,9 @@ BEGIN
         v_at := v_block.created_at;
         v_id := v_block.id;
         v_take := least(v_left, v_block.stop - v_block.claimed);
-        UPDATE job_blocks SET claimed = claimed + v_take WHERE id = v_block.id;
+        UPDATE job_blocks SET claimed = claimed + v_take WHERE app = p_app AND id = v_block.id;
         IF v_block.claimed = 0 THEN
-            INSERT INTO job_block_marks (block) VALUES (v_block.id) ON CONFLICT DO NOTHING;
+            INSERT INTO job_block_marks (app, block) VALUES (p_app, v_block.id) ON CONFLICT DO NOTHING;
         END IF;
         INSERT INTO job_leases (block, first, last, app, until)
         VALUES (v_block.id, v_block.claimed, v_block.claimed + v_take, p_app, v_until);
@@ -117,7 +117,7 @@ CREATE OR REPLACE FUNCTION herald_message_jobs(p_app text, p_message text, p_uid
                herald_reason_name(b.reasons[p.i]), CASE WHEN p.i > b.claimed THEN 0 ELSE 1 END
           FROM job_blocks b
          CROSS JOIN LATERAL (SELECT array_position(b.recipients, p_uid) AS i) p
-          LEFT JOIN job_block_marks k ON k.block = b.id
+          LEFT JOIN job_block_marks k ON k.app = b.app AND k.block = b.id
          WHERE b.app = p_app AND b.message_id = p_message AND p.i IS NOT NULL
     ) j LIMIT 1
 $$;

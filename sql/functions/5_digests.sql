@@ -11,7 +11,11 @@ CREATE OR REPLACE FUNCTION herald_digest_held(p_app text, p_thread text, p_uid t
                                               p_from bigint, p_to bigint, p_max_age_ms bigint,
                                               p_read_at bigint, p_read_id text)
     RETURNS TABLE (id text, sender text, sent_at bigint, deleted_at bigint)
-    LANGUAGE sql STABLE AS $$
+    -- PL/pgSQL, not SQL: on Citus a SQL function's statement reaches the planner with its
+    -- arguments as parameters, which Citus cannot route (inlined, the same happens on the worker)
+    LANGUAGE plpgsql STABLE AS $$
+BEGIN
+    RETURN QUERY
     SELECT m.id, m.sender, m.sent_at, m.deleted_at
       FROM messages m
       -- each reply's event through its key (a join could scan the app's events)
@@ -29,5 +33,6 @@ CREATE OR REPLACE FUNCTION herald_digest_held(p_app text, p_thread text, p_uid t
        AND NOT (m.category = 'custom' AND m.send_notification IS NOT TRUE)
        AND NOT EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = p_app AND mn.message_id = m.id AND mn.at = m.sent_at
                                                    AND mn.uid = p_uid)
-       AND (p_read_at IS NULL OR (m.sent_at, m.id COLLATE "C") > (p_read_at, p_read_id COLLATE "C"))
+       AND (p_read_at IS NULL OR (m.sent_at, m.id COLLATE "C") > (p_read_at, p_read_id COLLATE "C"));
+END
 $$;

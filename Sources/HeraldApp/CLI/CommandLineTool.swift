@@ -200,7 +200,7 @@ package struct CommandLineTool {
     private func migrate() throws {
         let configuration = try configuration()
         let directory = Migration.locateDirectory(configured: configuration.migrationsDirectory)
-        let migrator = try Migrator(directory: directory)
+        let migrator = try Migrator(directory: directory, mode: configuration.databaseMode)
         let applied = try withDatabase { try migrator.migrate($0) }
         if applied.isEmpty {
             output("schema is current (version \(migrator.latestVersion))")

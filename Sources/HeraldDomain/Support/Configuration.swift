@@ -26,6 +26,9 @@ package struct Configuration: Sendable, Equatable {
     /// each transaction may run on another server connection: no prepared statements, and the
     /// notification listener needs `HERALD_LISTEN_DATABASE_URL`).
     package var databasePoolMode: DatabasePoolMode = .session
+    /// What the database is (`HERALD_DB_MODE`): `postgres` or `citus` (the Citus layout of
+    /// docs/scaling.md); unset: `citus` when the database has the citus extension.
+    package var databaseMode: DatabaseMode?
     /// The connection the notification listener LISTENs on (`HERALD_LISTEN_DATABASE_URL`):
     /// `DATABASE_URL` unless set. Behind a transaction pooler, a URL that reaches PostgreSQL
     /// directly or through a session-mode pool; without one the long polls look every 250 ms.
@@ -92,6 +95,7 @@ package struct Configuration: Sendable, Equatable {
         ("HERALD_DB_POOL_SIZE", "database connections (default: HERALD_THREADS)"),
         ("HERALD_DB_ACQUIRE_TIMEOUT_MS", "wait for a free connection before 429 (default 5000)"),
         ("HERALD_DB_POOL_MODE", "session (default) or transaction (behind PgBouncer's pool_mode = transaction: no prepared statements)"),
+        ("HERALD_DB_MODE", "postgres or citus (lay the schema out over a Citus cluster; default: citus when the database has the citus extension)"),
         ("HERALD_LISTEN_DATABASE_URL", "URL for LISTEN/NOTIFY (default DATABASE_URL; behind a transaction pooler, one that bypasses it)"),
         ("HERALD_DELIVERY_POOL_SIZE", "database connections of built-in delivery, apart from the requests' (default 4)"),
         ("HERALD_DELIVERY_ALLOW_PRIVATE", "1: delivery URLs may reach loopback, private and link-local addresses (default 0: refused)"),
@@ -149,6 +153,12 @@ package struct Configuration: Sendable, Equatable {
                 throw ConfigurationError(variable: "HERALD_DB_POOL_MODE", message: "must be session or transaction, got \(mode.debugDescription)")
             }
             databasePoolMode = parsed
+        }
+        if let mode = value("HERALD_DB_MODE") {
+            guard let parsed = DatabaseMode(rawValue: mode.lowercased()) else {
+                throw ConfigurationError(variable: "HERALD_DB_MODE", message: "must be postgres or citus, got \(mode.debugDescription)")
+            }
+            databaseMode = parsed
         }
         listenDatabaseURL = value("HERALD_LISTEN_DATABASE_URL")
         if let size = try integer("HERALD_DELIVERY_POOL_SIZE", 1...256) { deliveryPoolSize = size }
@@ -236,6 +246,15 @@ package enum DatabasePoolMode: String, Sendable, Equatable {
     /// A pooler hands each transaction to any server connection (PgBouncer `pool_mode =
     /// transaction`): statements are sent unnamed, and session state is never relied on.
     case transaction
+}
+
+/// What kind of database Herald lays its schema out for (`HERALD_DB_MODE`).
+package enum DatabaseMode: String, Sendable, Equatable {
+    /// One PostgreSQL (with standbys and poolers): every table local.
+    case postgres
+    /// A Citus coordinator: the apps' tables distributed by `app` over the workers
+    /// (sql/citus/layout.sql, docs/scaling.md).
+    case citus
 }
 
 /// A configuration variable has a value Herald cannot use.

@@ -20,7 +20,7 @@ package enum DeliveryCredentials {
             if let pem = change.pem {
                 try connection.query("""
                     INSERT INTO delivery_credentials (app, kind, secret) VALUES (\(app), \(change.kind.rawValue), \(pem))
-                    ON CONFLICT (app, kind) DO UPDATE SET secret = EXCLUDED.secret, created_at = herald_now_ms()
+                    ON CONFLICT (app, kind) DO UPDATE SET secret = EXCLUDED.secret, created_at = EXCLUDED.created_at
                     """)
             } else {
                 try connection.query("DELETE FROM delivery_credentials WHERE app = \(app) AND kind = \(change.kind.rawValue)")

@@ -16,11 +16,12 @@ extension Device {
 extension Device.Target {
     /// A select-list expression: the devices of job `j`'s recipient as a JSON array (read in
     /// the job's own statement, an index probe per job, rather than by a statement of its own).
-    package static let recipientDevices: SQL = """
+    package static func recipientDevices(app: String) -> SQL { """
         (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
-           FROM devices d WHERE d.app = j.app AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
+           FROM devices d WHERE d.app = \(app) AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
                             AND (j.delivered_devices IS NULL OR d.id <> ALL (j.delivered_devices)))
         """
+    }
 }
 
 /// Devices in PostgreSQL.
@@ -53,7 +54,7 @@ package struct DeviceStore: Sendable {
                 OR (SELECT count(*) FROM devices WHERE app = \(app) AND uid = \(uid)) < \(Self.maxPerUser)
             ON CONFLICT (app, uid, id) DO UPDATE
                SET platform = EXCLUDED.platform, token = EXCLUDED.token, topic = EXCLUDED.topic,
-                   sandbox = EXCLUDED.sandbox, updated_at = herald_now_ms()
+                   sandbox = EXCLUDED.sandbox, updated_at = EXCLUDED.updated_at
             RETURNING \(Self.columns)
             """)
         guard let row = rows.first else { return .limitReached }

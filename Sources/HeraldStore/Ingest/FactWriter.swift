@@ -438,7 +438,8 @@ package struct FactWriter {
                 SELECT * FROM unnest(\(d.map(\.id))::text[], \(d.map { $0.conversation?.id })::text[], \(d.map { $0.conversation?.receiverType })::text[], \(d.map { $0.conversation?.groupID })::text[], \(d.map(\.parentID))::text[], \(d.map(\.deletedAt))::bigint[])
                     AS x(id, conversation_id, receiver_type, group_id, parent_id, deleted_at)
             ),
-            was_live AS (
+            -- MATERIALIZED: read before `upsert` writes (Citus runs an inlined CTE after the insert)
+            was_live AS MATERIALIZED (
                 SELECT m.id FROM input i
                   JOIN messages m ON m.app = \(app) AND m.id = i.id
                  WHERE m.created_seen AND m.deleted_at IS NULL AND m.parent_id IS NOT NULL

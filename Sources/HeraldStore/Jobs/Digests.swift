@@ -102,21 +102,33 @@ package final class DigestCloser: Sendable {
     /// Asks `run()` to return after the pass in progress.
     package func shutdown() { loop.shutdown() }
 
-    /// One pass over up to `batch` windows that ended; returns how many it closed.
+    /// One pass over the apps with windows that ended, up to `batch` windows each; returns how
+    /// many it closed. App by app, each in a transaction of its own (on Citus, on the worker
+    /// that holds the app).
     @discardableResult
     package func runOnce() throws -> Int {
+        let apps = try database.withConnection { connection in
+            try connection.query("""
+                SELECT DISTINCT app FROM digest_windows WHERE closed_at IS NULL AND ends_at <= herald_now_ms()
+                """).map { try $0.decode(0, as: String.self) }
+        }
+        return try apps.reduce(0) { $0 + (try runOnce(app: $1)) }
+    }
+
+    /// Closes up to `batch` windows of `app` that ended; returns how many.
+    private func runOnce(app: String) throws -> Int {
         try database.withTransaction { connection in
             let rows = try connection.query("""
                 WITH due AS (
                     SELECT w.app, w.thread_id, w.uid, w.opened_at, w.ends_at, w.opened_by, w.max_age_ms
                       FROM digest_windows w
-                     WHERE w.closed_at IS NULL AND w.ends_at <= herald_now_ms()
+                     WHERE w.app = \(app) AND w.closed_at IS NULL AND w.ends_at <= herald_now_ms()
                      ORDER BY w.ends_at LIMIT \(Self.batch)
                        FOR UPDATE SKIP LOCKED
                 ), held AS (
                     SELECT d.*, s.read_at, s.read_id, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, h.*
                       FROM due d
-                      LEFT JOIN subscriptions s ON s.app = d.app AND s.uid = d.uid AND s.thread_id = d.thread_id
+                      LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = d.uid AND s.thread_id = d.thread_id
                      CROSS JOIN LATERAL (
                            SELECT count(*)::int AS count,
                                   (array_agg(x.id ORDER BY x.sent_at DESC, x.id COLLATE "C" DESC))[1:\(DigestJob.maxMessageIDs)] AS latest,
@@ -129,13 +141,13 @@ package final class DigestCloser: Sendable {
                        array_to_json(h.latest)::text AS latest, array_to_json(h.senders)::text AS senders,
                        m.id AS message_id, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at, m.category, m.send_notification,
                        m.conversation_id,
-                       \(Visibility.access("m", uid: "h.uid")) AS has_access,
+                       \(Visibility.access("m", uid: "h.uid", app: app)) AS has_access,
                        h.subscribed, h.since, h.manual_at, h.unsubscribed_at, h.tracked,
-                       \(Fanout.levelOf(uid: "h.uid", conversation: "m.conversation_id", app: "h.app")) AS level,
-                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = h.app AND up.uid = h.uid) AS preferences,
-                       \(Fanout.mutedUntilOf(uid: "h.uid", group: "m.group_id", other: "m.sender", app: "h.app")) AS muted_until
+                       \(Fanout.levelOf(uid: "h.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = h.uid) AS preferences,
+                       \(Fanout.mutedUntilOf(uid: "h.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
                   FROM held h
-                  LEFT JOIN messages m ON m.app = h.app AND m.id = h.latest[1]
+                  LEFT JOIN messages m ON m.app = \(app) AND m.id = h.latest[1]
                 """)
             guard !rows.isEmpty else { return 0 }
             var settings: [String: AppSettings] = [:]
@@ -165,7 +177,7 @@ package final class DigestCloser: Sendable {
                     if senders.count == DigestJob.maxSenders { break }
                 }
                 let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: appSettings)
-                jobs.append(DigestJob(app: app, recipient: close.uid, message: messageID, reason: reason.rawValue,
+                jobs.append(DigestJob(app: app, recipient: close.uid, message: messageID, thread: close.thread, reason: reason.rawValue,
                                       privacy: Fanout.privacy(settings: appSettings, preferences: preferences),
                                       count: count, messageIDs: latest.reversed(), senders: senders))
             }
@@ -173,13 +185,13 @@ package final class DigestCloser: Sendable {
                 logger.info("digest windows decided", ["windows": .int(closes.count), "digests": .int(jobs.count)])
                 usleep(UInt32(pauseAfterDecidingMs) * 1000)
             }
-            let ids = try DigestJob.insert(jobs, on: connection)
+            let ids = try DigestJob.insert(app: app, jobs, on: connection)
             try connection.query("""
                 UPDATE digest_windows w
                    SET closed_at = herald_now_ms(), outcome = x.outcome, digest_job = x.job, read_at = x.read_at, read_id = x.read_id
                   FROM unnest(\(closes.map(\.app))::text[], \(closes.map(\.thread))::text[], \(closes.map(\.uid))::text[], \(closes.map(\.openedAt))::bigint[], \(closes.map(\.outcome))::text[], \(closes.map { $0.outcome == "sent" ? ids[$0.app + "\u{1F}" + $0.uid + "\u{1F}" + $0.thread] : nil })::bigint[], \(closes.map(\.readAt))::bigint[], \(closes.map(\.readID))::text[])
                        AS x(app, thread, uid, opened_at, outcome, job, read_at, read_id)
-                 WHERE w.app = x.app AND w.thread_id = x.thread AND w.uid = x.uid AND w.opened_at = x.opened_at
+                 WHERE w.app = \(app) AND w.app = x.app AND w.thread_id = x.thread AND w.uid = x.uid AND w.opened_at = x.opened_at
                 """)
             return closes.count
         }
@@ -227,6 +239,8 @@ package struct DigestJob {
     package let app: String
     package let recipient: String
     package let message: String
+    /// The thread whose window the digest closes.
+    package let thread: String
     package let reason: String
     package let privacy: Bool
     package let count: Int
@@ -234,7 +248,7 @@ package struct DigestJob {
     package let senders: [String]
 
     /// Inserts the jobs; returns each one's id by app, recipient and thread.
-    package static func insert(_ jobs: [DigestJob], on connection: PostgresConnection) throws -> [String: Int64] {
+    package static func insert(app: String, _ jobs: [DigestJob], on connection: PostgresConnection) throws -> [String: Int64] {
         guard !jobs.isEmpty else { return [:] }
         let rows = try connection.query("""
             INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, privacy, kind,
@@ -244,15 +258,19 @@ package struct DigestJob {
                    ARRAY(SELECT jsonb_array_elements_text(x.senders::jsonb))
               FROM unnest(\(jobs.map(\.app))::text[], \(jobs.map(\.message))::text[], \(jobs.map(\.recipient))::text[], \(jobs.map(\.reason))::text[], \(jobs.map(\.privacy))::boolean[], \(jobs.map(\.count))::int[], \(jobs.map { DigestCloser.json($0.messageIDs) })::text[], \(jobs.map { DigestCloser.json($0.senders) })::text[])
                    AS x(app, message, recipient, reason, privacy, count, ids, senders)
-              JOIN messages m ON m.app = x.app AND m.id = x.message
+              JOIN messages m ON m.app = \(app) AND m.app = x.app AND m.id = x.message
             ON CONFLICT DO NOTHING
-            RETURNING id, app, recipient, (SELECT p.parent_id FROM messages p WHERE p.app = job_rows.app AND p.id = job_rows.message_id) AS thread
+            RETURNING id, recipient, message_id
             """)
+        // (each job's thread from the window it closes: a subquery in RETURNING would run on the
+        // worker inside the insert, which Citus refuses)
+        var threads: [String: String] = [:]
+        for job in jobs { threads[job.recipient + "\u{1F}" + job.message] = job.thread }
         var ids: [String: Int64] = [:]
         for row in rows {
-            let key = try row.decode("app", as: String.self) + "\u{1F}" + row.decode("recipient", as: String.self) + "\u{1F}"
-                + (row.decode("thread", as: String?.self) ?? "")
-            ids[key] = try row.decode("id")
+            let recipient = try row.decode("recipient", as: String.self)
+            let thread = threads[recipient + "\u{1F}" + (try row.decode("message_id", as: String.self))] ?? ""
+            ids[app + "\u{1F}" + recipient + "\u{1F}" + thread] = try row.decode("id")
         }
         return ids
     }

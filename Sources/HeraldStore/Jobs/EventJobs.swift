@@ -141,8 +141,13 @@ package enum EventJobs {
         return try connection.query("""
             INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge,
                               exclude_device, sync_at, sync_by)
-            SELECT \(app), x.* FROM unnest(\(rows.map(\.messageID))::text[], \(rows.map(\.subjectID))::text[], \(rows.map(\.recipient))::text[], \(rows.map(\.event.source))::text[], \(rows.map(\.event.id))::text[], \(rows.map(\.event.type))::text[], \(rows.map(\.kind.stored))::text[],
-                                       \(rows.map(\.reason))::text[], \(rows.map(\.privacy))::boolean[], \(rows.map { badges[$0.recipient] ?? 0 })::int[], \(rows.map(\.excludeDevice))::text[], \(rows.map(\.syncAt))::bigint[], \(rows.map(\.syncBy))::text[]) AS x
+            SELECT \(app), x.message_id, x.subject_id, x.recipient, x.event_source, x.event_id, x.event_type, x.kind, x.reason, x.privacy,
+                   x.badge, x.exclude_device, x.sync_at, x.sync_by
+              FROM unnest(\(rows.map(\.messageID))::text[], \(rows.map(\.subjectID))::text[], \(rows.map(\.recipient))::text[], \(rows.map(\.event.source))::text[], \(rows.map(\.event.id))::text[], \(rows.map(\.event.type))::text[], \(rows.map(\.kind.stored))::text[],
+                                       \(rows.map(\.reason))::text[], \(rows.map(\.privacy))::boolean[], \(rows.map { badges[$0.recipient] ?? 0 })::int[], \(rows.map(\.excludeDevice))::text[], \(rows.map(\.syncAt))::bigint[], \(rows.map(\.syncBy))::text[])
+                   AS x(message_id, subject_id, recipient, event_source, event_id, event_type, kind, reason, privacy, badge, exclude_device,
+                        sync_at, sync_by)
+            -- (columns named, not x.*: Citus 13 mixes up the columns of a star in an INSERT … SELECT)
             ON CONFLICT DO NOTHING
             """).affectedRows
     }

@@ -53,17 +53,27 @@ package final class FanoutWorker: Sendable {
     /// Leases one task and works it to the end; false when there was none.
     @discardableResult
     package func runTask() throws -> Bool {
-        let rows = try database.withConnection { connection in
-            try connection.query("""
-                UPDATE fanout_tasks t SET lease_until = herald_now_ms() + \(leaseSeconds)::bigint * 1000, updated_at = herald_now_ms()
-                  FROM (SELECT app, id FROM fanout_tasks
-                         WHERE NOT done AND (lease_until IS NULL OR lease_until < herald_now_ms())
-                         ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) picked
-                 WHERE t.app = picked.app AND t.id = picked.id
-                RETURNING t.app, t.id, t.event_source, t.event_id, t.event_type, t.message_id, t.subject_id, t.after_uid
+        // Candidates of any app first, read without a lock; then one leased by a conditional
+        // update of that app's row, which another instance's lease makes match nothing. (On Citus
+        // a locking read across apps is refused: each app's rows are on their own worker.)
+        let rows = try database.withConnection { connection -> PostgresRows? in
+            let candidates = try connection.query("""
+                SELECT app, id FROM fanout_tasks
+                 WHERE NOT done AND (lease_until IS NULL OR lease_until < herald_now_ms())
+                 ORDER BY id LIMIT 8
                 """)
+            for candidate in candidates {
+                let leased = try connection.query("""
+                    UPDATE fanout_tasks SET lease_until = herald_now_ms() + \(leaseSeconds)::bigint * 1000, updated_at = herald_now_ms()
+                     WHERE app = \(try candidate.decode("app", as: String.self)) AND id = \(try candidate.decode("id", as: Int64.self))
+                       AND NOT done AND (lease_until IS NULL OR lease_until < herald_now_ms())
+                    RETURNING app, id, event_source, event_id, event_type, message_id, subject_id, after_uid
+                    """)
+                if !leased.isEmpty { return leased }
+            }
+            return nil
         }
-        guard let row = rows.first else { return false }
+        guard let row = rows?.first else { return false }
         let app = try row.decode("app", as: String.self)
         let taskID = try row.decode("id", as: Int64.self)
         let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)

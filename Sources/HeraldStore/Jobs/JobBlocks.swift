@@ -47,8 +47,8 @@ package enum JobBlocks {
         var marks: [Int64: Marks] = [:]
         for row in try connection.query("""
             SELECT k.block, k.acked::text AS acked, k.moved::text AS moved, b.claimed
-              FROM job_block_marks k JOIN job_blocks b ON b.id = k.block
-             WHERE k.block = ANY (\(wanted)::bigint[]) AND b.app = \(app)
+              FROM job_block_marks k JOIN job_blocks b ON b.app = k.app AND b.id = k.block
+             WHERE k.app = \(app) AND k.block = ANY (\(wanted)::bigint[])
              ORDER BY k.block FOR UPDATE OF k
             """) {
             marks[try row.decode("block", as: Int64.self)] = Marks(acked: Bits(text: try row.decode("acked")),
@@ -73,7 +73,7 @@ package enum JobBlocks {
         package let done: String?
     }
 
-    package static func moveOut(_ jobs: [Move], on connection: PostgresConnection) throws {
+    package static func moveOut(app: String, _ jobs: [Move], on connection: PostgresConnection) throws {
         guard !jobs.isEmpty else { return }
         try connection.query("""
             WITH x AS (
@@ -87,21 +87,21 @@ package enum JobBlocks {
                        coalesce(herald_now_ms() + x.delay, b.created_at), x.error, herald_now_ms(),
                        CASE WHEN x.done IS NOT NULL THEN ARRAY(SELECT json_array_elements_text(x.done::json)) END
                   FROM x CROSS JOIN LATERAL (SELECT (x.id % 1024)::int + 1 AS n) p
-                  JOIN job_blocks b ON b.id = x.id / 1024
+                  JOIN job_blocks b ON b.app = \(app) AND b.id = x.id / 1024
                 RETURNING 1
             )
             UPDATE job_block_marks k SET moved = k.moved | m.mask
               FROM (SELECT x.id / 1024 AS block, bit_or(herald_bit((x.id % 1024)::int + 1)) AS mask FROM x GROUP BY 1) m
-             WHERE k.block = m.block
+             WHERE k.app = \(app) AND k.block = m.block
             """)
-        try endSettledLeases(blocks: jobs.map { place($0.id).block }, on: connection)
+        try endSettledLeases(app: app, blocks: jobs.map { place($0.id).block }, on: connection)
     }
 
     /// Deletes the lease ranges of `blocks` whose every position is acked or moved.
-    package static func endSettledLeases(blocks: [Int64], on connection: PostgresConnection) throws {
+    package static func endSettledLeases(app: String, blocks: [Int64], on connection: PostgresConnection) throws {
         try connection.query("""
             DELETE FROM job_leases l USING job_block_marks k
-             WHERE k.block = ANY (\(Array(Set(blocks)))::bigint[]) AND l.block = k.block
+             WHERE k.app = \(app) AND k.block = ANY (\(Array(Set(blocks)))::bigint[]) AND l.app = k.app AND l.block = k.block
                AND bit_count(substring(k.acked | k.moved FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
             """)
     }

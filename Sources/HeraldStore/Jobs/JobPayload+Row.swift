@@ -7,14 +7,14 @@ extension JobPayload {
     /// The `traceparent` column of a job source: the trace of the event that produced the job
     /// `alias` (its own event, or when it names none — a block — its message's creation), stored
     /// once with the event (`sql/0025_event_traceparent.sql`), not with each job.
-    package static func traceOf(_ alias: SQL) -> SQL {
+    package static func traceOf(_ alias: SQL, app: String) -> SQL {
         """
         (SELECT e.traceparent
            FROM (SELECT \(alias).event_source, \(alias).event_id WHERE \(alias).event_source IS NOT NULL
                  UNION ALL
                  SELECT m.event_source, m.event_id FROM messages m
-                  WHERE \(alias).event_source IS NULL AND m.app = \(alias).app AND m.id = \(alias).message_id) k (source, id)
-           JOIN events e ON e.app = \(alias).app AND e.source = k.source AND e.id = k.id) AS traceparent
+                  WHERE \(alias).event_source IS NULL AND m.app = \(app) AND m.id = \(alias).message_id) k (source, id)
+           JOIN events e ON e.app = \(app) AND e.source = k.source AND e.id = k.id) AS traceparent
         """
     }
 
@@ -23,27 +23,31 @@ extension JobPayload {
     /// each job `j` and its message `m` (a clear job's thread root, or a reacted message, which may
     /// not have arrived); a reaction's job its reaction `r`, a member action's its action `a`
     /// (each looked up only for its kind of job).
-    package static func from(_ source: SQL) -> SQL {
+    /// Every table is filtered by `app` itself, and each lateral look-up's condition on the job's
+    /// kind sits inside the key it probes: Citus routes a statement to the app's worker only when
+    /// it sees the app on every table, and refuses an outer join with a condition on the outer
+    /// row alone.
+    package static func from(_ source: SQL, app: String) -> SQL {
         """
-        \(source) j LEFT JOIN messages m ON m.app = j.app AND m.id = j.message_id
+        \(source) j LEFT JOIN messages m ON m.app = \(app) AND m.id = j.message_id
         LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
-                             FROM reactions r WHERE j.kind IN ('reaction', 'retract') AND j.subject_id IS NOT NULL
-                                                  AND r.app = j.app AND r.id = j.subject_id) r ON true
+                             FROM reactions r
+                            WHERE r.app = \(app) AND r.id = CASE WHEN j.kind IN ('reaction', 'retract') THEN j.subject_id END) r ON true
         LEFT JOIN LATERAL (SELECT a.group_id, a.uid, a.actor, a.action, a.scope, a.at FROM member_actions a
-                            WHERE j.kind = 'memberAction' AND a.app = j.app AND a.event_source = j.event_source
+                            WHERE a.app = \(app) AND a.event_source = CASE WHEN j.kind = 'memberAction' THEN j.event_source END
                               AND a.event_id = j.event_id) a ON true
         """
     }
 
-    /// The select list that `init(row:)` reads by name, over `from(…)`.
-    package static let columns: SQL = """
+    /// The select list that `init(row:)` reads by name, over `from(…)`, for jobs of `app`.
+    package static func columns(app: String) -> SQL { """
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
         j.reason, j.privacy,
         -- SPEC §9: a notification's badge is the recipient's unread thread count when the job is claimed
         CASE WHEN j.kind IS NULL OR j.kind IN ('update', 'digest')
-             THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = j.app AND s.uid = j.recipient AND s.visible AND s.has_unread)
+             THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = \(app) AND s.uid = j.recipient AND s.visible AND s.has_unread)
              ELSE j.badge END AS badge,
         coalesce(j.message_id, '') AS message_id,
         coalesce(m.conversation_id, r.conversation_id, 'group_' || a.group_id, '') AS conversation_id,
@@ -57,10 +61,11 @@ extension JobPayload {
         -- SPEC §17: a digestible reply job that opened a digest window collapses by thread, so
         -- that the digest at the window's end replaces it on the device
         CASE WHEN j.kind IS NULL AND m.parent_id IS NOT NULL AND j.reason IN ('subscribedThread', 'allReplies')
-             THEN EXISTS (SELECT 1 FROM digest_windows w WHERE w.app = j.app AND w.opened_by = j.message_id AND w.uid = j.recipient)
+             THEN EXISTS (SELECT 1 FROM digest_windows w WHERE w.app = \(app) AND w.opened_by = j.message_id AND w.uid = j.recipient)
              ELSE false END AS opened_digest,
-        \(Device.Target.recipientDevices) AS devices
+        \(Device.Target.recipientDevices(app: app)) AS devices
         """
+    }
 }
 
 extension JobPayload {

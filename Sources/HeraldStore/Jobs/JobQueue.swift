@@ -61,7 +61,7 @@ package enum JobQueue {
     /// jobs of `app` named by the (id, attempt) pairs `ids`, `attempts`, with the other arrays of
     /// `extra` (`\(delays)::bigint[]` named `delay`, …) beside them.
     ///
-    /// Each pair is one probe of the primary key (`id` alone inside `OFFSET 0`, so no other
+    /// Each pair is one probe of the primary key `(app, id)` (inside `OFFSET 0`, so no other
     /// index can be chosen), and each row found one TID lookup, whatever the statistics say.
     /// Two plans this replaces took seconds: a join on `state = 'leased'`, planned for a table
     /// whose statistics said it held few leased jobs as a nested loop over the partial index
@@ -76,7 +76,7 @@ package enum JobQueue {
         (SELECT t.ctid AS row, x.attempt\(names)
            FROM unnest(\(ids)::bigint[], \(attempts)::int[]\(arrays))
                 AS x(id, attempt\(columns))
-          CROSS JOIN LATERAL (SELECT ctid, app, attempt, state FROM job_rows WHERE id = x.id OFFSET 0) t
+          CROSS JOIN LATERAL (SELECT ctid, app, attempt, state FROM job_rows WHERE app = \(app) AND id = x.id OFFSET 0) t
           WHERE t.app = \(app) AND t.attempt = x.attempt AND t.state = 'leased') y
         """
     }
@@ -85,9 +85,10 @@ package enum JobQueue {
     /// attempt. The second test is what PostgreSQL checks again on the newest version of a row
     /// that another transaction changed meanwhile (a lease that expired and was claimed again:
     /// the stale ack must not touch it); written as a CASE so that it cannot make `jobs_leased`
-    /// usable for `j` and bring back the first slow plan.
+    /// usable for `j` and bring back the first slow plan. The app stands outside it: Citus routes
+    /// the statement to the app's worker by it.
     package static func leasedMatch(app: String) -> SQL {
-        "j.ctid = y.row AND CASE WHEN j.app = \(app) AND j.state = 'leased' THEN j.attempt END = y.attempt"
+        "j.app = \(app) AND j.ctid = y.row AND CASE WHEN j.state = 'leased' THEN j.attempt END = y.attempt"
     }
 
     /// Exponential backoff from 1 s, capped at 5 minutes, with "equal jitter".
@@ -108,16 +109,17 @@ package enum JobQueue {
     /// backoff ends, or a lease that expires (three index probes per app); nil when none will.
     /// Long-poll claims (JobWaiter) and built-in delivery (AppDeliverer) sleep until then.
     package static func nextDue(apps: [String], on connection: PostgresConnection) throws -> Double? {
-        let rows = try connection.query("""
-            SELECT min(least(r.at, l.at, b.at)) - herald_now_ms()
-              FROM unnest(\(apps)::text[]) AS a(app)
-              LEFT JOIN LATERAL (SELECT j.available_at AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'ready'
-                                  ORDER BY j.available_at LIMIT 1) r ON true
-              LEFT JOIN LATERAL (SELECT j.lease_until AS at FROM job_rows j WHERE j.app = a.app AND j.state = 'leased'
-                                  ORDER BY j.lease_until LIMIT 1) l ON true
-              LEFT JOIN LATERAL (SELECT l.until AS at FROM job_leases l WHERE l.app = a.app ORDER BY l.until LIMIT 1) b ON true
-            """)
-        guard let milliseconds = try rows.first?.decode(0, as: Int64?.self) else { return nil }
+        // One statement per app: each names its app (on Citus, the worker that holds it).
+        var soonest: Int64?
+        for app in Set(apps) {
+            let rows = try connection.query("""
+                SELECT least((SELECT j.available_at FROM job_rows j WHERE j.app = \(app) AND j.state = 'ready' ORDER BY j.available_at LIMIT 1),
+                             (SELECT j.lease_until FROM job_rows j WHERE j.app = \(app) AND j.state = 'leased' ORDER BY j.lease_until LIMIT 1),
+                             (SELECT l.until FROM job_leases l WHERE l.app = \(app) ORDER BY l.until LIMIT 1)) - herald_now_ms()
+                """)
+            if let due = try rows.first?.decode(0, as: Int64?.self) { soonest = min(soonest ?? due, due) }
+        }
+        guard let milliseconds = soonest else { return nil }
         return Double(max(milliseconds, 0)) / 1000
     }
 
@@ -138,7 +140,7 @@ package enum JobQueue {
         guard !rowIDs.isEmpty || !blocks.isEmpty else { return [] }
         let rows = try connection.query("""
             WITH claimed AS (
-                SELECT \(rowColumns), \(JobPayload.traceOf("job_rows")) FROM job_rows WHERE app = \(app) AND id = ANY (\(rowIDs)::bigint[])
+                SELECT \(rowColumns), \(JobPayload.traceOf("job_rows", app: app)) FROM job_rows WHERE app = \(app) AND id = ANY (\(rowIDs)::bigint[])
                 UNION ALL
                 -- a range of a block: slices of its arrays, each read once (not the whole block
                 -- unnested, nor an array subscript per job, which would detoast it every time)
@@ -147,14 +149,14 @@ package enum JobQueue {
                        NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
                        NULL::integer, NULL::text[], NULL::text[], t.traceparent
                   FROM unnest(\(blocks)::bigint[], \(firsts)::int[], \(lasts)::int[]) AS r(block, first, last)
-                  JOIN job_blocks b ON b.id = r.block
+                  JOIN job_blocks b ON b.app = \(app) AND b.id = r.block
                   -- the event's trace, looked up once per block, not per job
-                  LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b"))) t ON true
+                  LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b", app: app))) t ON true
                  CROSS JOIN LATERAL unnest(b.recipients[r.first + 1:r.last], b.reasons[r.first + 1:r.last], b.privacy[r.first + 1:r.last])
                        WITH ORDINALITY AS p(recipient, reason, privacy, n)
             )
-            SELECT \(JobPayload.columns)
-              FROM \(JobPayload.from("claimed"))
+            SELECT \(JobPayload.columns(app: app))
+              FROM \(JobPayload.from("claimed", app: app))
              ORDER BY j.id
             """)
         return try rows.map { try JobPayload(row: $0) }
@@ -195,11 +197,11 @@ package enum JobQueue {
                 WITH u AS (
                     UPDATE job_block_marks k SET acked = k.acked | x.mask::bit(1024)
                       FROM unnest(\(order)::bigint[], \(order.map { changed[$0]!.text })::text[]) AS x(block, mask)
-                     WHERE k.block = x.block
+                     WHERE k.app = \(app) AND k.block = x.block
                     RETURNING k.block, k.acked | k.moved AS done
                 )
                 DELETE FROM job_leases l USING u
-                 WHERE l.block = u.block AND bit_count(substring(u.done FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
+                 WHERE l.app = \(app) AND l.block = u.block AND bit_count(substring(u.done FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
                 """)
         }
         var pairs: [(uid: String, id: String)] = []
@@ -207,7 +209,7 @@ package enum JobQueue {
         if !refused.isEmpty {
             let rows = try connection.query("""
                 SELECT x.id, b.recipients[(x.id % 1024)::int + 1] AS recipient
-                  FROM unnest(\(refused.map(\.id))::bigint[]) AS x(id) JOIN job_blocks b ON b.id = x.id / 1024
+                  FROM unnest(\(refused.map(\.id))::bigint[]) AS x(id) JOIN job_blocks b ON b.app = \(app) AND b.id = x.id / 1024
                 """)
             var recipients: [Int64: String] = [:]
             for row in rows { recipients[try row.decode("id", as: Int64.self)] = try row.decode("recipient", as: String.self) }
@@ -254,7 +256,7 @@ package enum JobQueue {
                                         done: failure.doneJSON))
             states[failure.id] = dead ? .dead : .ready
         }
-        try JobBlocks.moveOut(moves, on: connection)
+        try JobBlocks.moveOut(app: app, moves, on: connection)
         if !rowFailures.isEmpty {
             let rows = try connection.query("""
                 UPDATE job_rows j SET state = CASE WHEN y.dead THEN 'dead' ELSE 'ready' END,
@@ -283,7 +285,7 @@ package enum JobQueue {
     /// Tells the claims waiting on every instance that jobs of `app` are (or will be) ready
     /// without an insert: a release, a retry, a requeue (NOTIFY, sent at commit).
     package static func announce(app: String, on connection: PostgresConnection) throws {
-        try connection.query("SELECT pg_notify('herald_jobs', \(app))")
+        try connection.query("SELECT herald_notify('herald_jobs', \(app))")
     }
 
     /// Gives leased jobs back untouched, as if never claimed (a delivery that stopped before
@@ -297,7 +299,7 @@ package enum JobQueue {
             let (block, position) = JobBlocks.place(job.id)
             return job.attempt == 1 && marks[block]?.isLeased(position) == true
         }.map { JobBlocks.Move(id: $0.id, state: .ready, attempt: 0, delay: nil, error: nil, done: nil) }
-        try JobBlocks.moveOut(moves, on: connection)
+        try JobBlocks.moveOut(app: app, moves, on: connection)
         var released = moves.count
         if !rowJobs.isEmpty {
             released += try connection.query("""
@@ -332,7 +334,7 @@ package enum JobQueue {
                    (SELECT coalesce(sum(n) FILTER (WHERE until > herald_now_ms()), 0)::bigint AS leased,
                            coalesce(sum(n) FILTER (WHERE until <= herald_now_ms()), 0)::bigint AS expired
                       FROM (SELECT l.until, (l.last - l.first) - bit_count(substring(k.acked | k.moved FROM l.first + 1 FOR l.last - l.first)) AS n
-                              FROM job_leases l JOIN job_block_marks k ON k.block = l.block \(leaseApp)) s) l
+                              FROM job_leases l JOIN job_block_marks k ON k.app = l.app AND k.block = l.block \(leaseApp)) s) l
             """
     }
 
@@ -344,8 +346,8 @@ package enum JobQueue {
     /// Dead jobs of `app` after the id `after` (nil: from the first), in id order, at most `limit`.
     package static func dead(app: String, after: Int64?, limit: Int, on connection: PostgresConnection) throws -> [JobPayload] {
         try connection.query("""
-            SELECT \(JobPayload.columns)
-              FROM \(JobPayload.from("(SELECT job_rows.*, \(JobPayload.traceOf("job_rows")) FROM job_rows)"))
+            SELECT \(JobPayload.columns(app: app))
+              FROM \(JobPayload.from("(SELECT job_rows.*, \(JobPayload.traceOf("job_rows", app: app)) FROM job_rows WHERE job_rows.app = \(app))", app: app))
              WHERE j.app = \(app) AND j.state = 'dead' AND (\(after)::bigint IS NULL OR j.id > \(after))
              ORDER BY j.id LIMIT \(limit)
             """).map { try JobPayload(row: $0) }
@@ -354,10 +356,13 @@ package enum JobQueue {
     /// Dead jobs of `app` among `ids` made ready again, each under a new id (a worker still
     /// holding the old one cannot ack or fail the new life); returns how many.
     package static func requeue(app: String, ids: [Int64], on connection: PostgresConnection) throws -> Int {
+        // The new ids are drawn first (Citus refuses a volatile call in an UPDATE's SET).
         let rows = try connection.query("""
-            UPDATE job_rows SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
-                            updated_at = herald_now_ms(), id = nextval('jobs_id_seq') * 1024
-             WHERE app = \(app) AND id = ANY (\(ids)::bigint[]) AND state = 'dead'
+            WITH fresh AS MATERIALIZED (SELECT x.id AS old, nextval('jobs_id_seq') * 1024 AS new FROM unnest(\(ids)::bigint[]) AS x(id))
+            UPDATE job_rows j SET state = 'ready', attempt = 0, available_at = herald_now_ms(), last_error = NULL,
+                              updated_at = herald_now_ms(), id = f.new
+              FROM fresh f
+             WHERE j.app = \(app) AND j.id = f.old AND j.state = 'dead'
             """)
         if rows.affectedRows > 0 { try announce(app: app, on: connection) }
         return rows.affectedRows

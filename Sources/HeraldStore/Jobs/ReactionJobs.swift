@@ -46,7 +46,8 @@ package enum ReactionJobs {
                     AS x(id, message_id, reactor, reaction, conversation_id, receiver_type, group_id, user_a, user_b,
                          message_sender, parent_id, added_at, removed_at, added_source, added_event_id)
             ),
-            old AS (SELECT r.id, r.added_at, r.removed_at FROM input i
+            -- MATERIALIZED: read before `up` writes (Citus runs an inlined CTE after the insert)
+            old AS MATERIALIZED (SELECT r.id, r.added_at, r.removed_at FROM input i
                      CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = i.id OFFSET 0) r),
             up AS (
                 INSERT INTO reactions AS r (app, id, message_id, reactor, reaction, conversation_id, receiver_type, group_id,
@@ -108,15 +109,20 @@ package enum ReactionJobs {
             """)
         let due = removed.filter { !settings.isStale(eventTime: $0.reaction.at, now: now) }
         guard !due.isEmpty else { return 0 }
+        // The rows first (MATERIALIZED), then the insert: Citus 13 plans an INSERT … SELECT over
+        // a UNION (the `jobs` view is one) only from a CTE's result.
         return try connection.query("""
-            INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
-            SELECT DISTINCT ON (r.id, j.recipient)
-                   \(app), r.message_id, r.id, j.recipient, x.source, x.event_id, 'reaction.removed', 'reactionRemoved', 'retract', ARRAY[r.id]
+            WITH made AS MATERIALIZED (
+            SELECT DISTINCT ON (r.id, j.recipient) r.message_id, r.id, j.recipient, x.source, x.event_id
               FROM unnest(\(due.map(\.reaction.id))::text[], \(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[]) AS x(id, source, event_id)
              CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = x.id OFFSET 0) r
               JOIN jobs j ON j.app = \(app) AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction'
                          AND j.state IN ('leased', 'acked')
-             ORDER BY r.id, j.recipient
+             ORDER BY r.id, j.recipient)
+            INSERT INTO job_rows (app, message_id, subject_id, recipient, event_source, event_id, event_type, reason, kind, clear_ids)
+            SELECT \(app), made.message_id, made.id, made.recipient, made.source, made.event_id, 'reaction.removed', 'reactionRemoved',
+                   'retract', ARRAY[made.id]
+              FROM made
             ON CONFLICT DO NOTHING
             """).affectedRows
     }

@@ -15,10 +15,12 @@ package enum Updates {
                      on connection: PostgresConnection) throws -> Int {
         let due = try dueNow(edits, appSettings: appSettings, setting: \.messageEdited, time: \.edit.editedAt)
         guard !due.isEmpty else { return 0 }
+        // The rows first (MATERIALIZED), then the insert: Citus 13 plans an INSERT … SELECT over
+        // a UNION (the `jobs` view is one) only from a CTE's result.
         let rows = try connection.query("""
-            INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, privacy, badge, template_reason)
+            WITH made AS MATERIALIZED (
             SELECT DISTINCT ON (x.id, x.source, x.event_id, j.recipient)
-                   \(app), x.id, j.recipient, x.source, x.event_id, 'message.edited', 'edited', 'update', j.privacy, j.badge, j.reason
+                   \(app) AS app, x.id, j.recipient, x.source, x.event_id, j.privacy, j.badge, j.reason
               FROM unnest(\(due.map(\.edit.id))::text[], \(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[]) AS x(id, source, event_id)
               JOIN messages m ON m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
               JOIN jobs j ON j.app = \(app) AND j.message_id = x.id AND j.kind IS NULL AND j.state IN ('leased', 'acked')
@@ -26,7 +28,11 @@ package enum Updates {
              WHERE NOT EXISTS (SELECT 1 FROM job_blocks b
                                 WHERE b.app = \(app) AND b.message_id = x.id AND b.event_source = x.source AND b.event_id = x.event_id
                                   AND j.recipient = ANY (b.recipients))
-             ORDER BY x.id, x.source, x.event_id, j.recipient, j.id
+             ORDER BY x.id, x.source, x.event_id, j.recipient, j.id)
+            INSERT INTO job_rows (app, message_id, recipient, event_source, event_id, event_type, reason, kind, privacy, badge, template_reason)
+            SELECT made.app, made.id, made.recipient, made.source, made.event_id, 'message.edited', 'edited', 'update', made.privacy,
+                   made.badge, made.reason
+              FROM made
             ON CONFLICT DO NOTHING
             """)
         return rows.affectedRows

@@ -56,6 +56,14 @@ package struct Migration: Sendable, Equatable {
         }
     }
 
+    /// `citus/layout.sql` in `directory`, if there is one.
+    package static func loadCitusLayout(directory: String) throws -> Migration? {
+        let path = directory + "/citus/layout.sql"
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else { throw MigrationError(message: "cannot read citus/layout.sql") }
+        return Migration(version: 0, name: "citus/layout", sql: String(decoding: data, as: UTF8.self))
+    }
+
     /// The migrations folder: `configured` if given, else the first `sql/` holding migrations
     /// that `Resources` finds.
     package static func locateDirectory(configured: String?) -> String {

@@ -15,15 +15,22 @@ package struct Migrator: Sendable {
     package let migrations: [Migration]
     /// `sql/functions/`: applied after the migrations on every run.
     package let functions: [Migration]
+    /// `sql/citus/layout.sql`: applied after the functions on every run on Citus (idempotent).
+    package let citusLayout: Migration?
+    /// `HERALD_DB_MODE`; nil: Citus when the database has the citus extension.
+    package let mode: DatabaseMode?
 
-    package init(migrations: [Migration], functions: [Migration] = []) {
+    package init(migrations: [Migration], functions: [Migration] = [], citusLayout: Migration? = nil, mode: DatabaseMode? = nil) {
         self.migrations = migrations
         self.functions = functions
+        self.citusLayout = citusLayout
+        self.mode = mode
     }
 
-    /// The migrations and the functions of a `sql/` folder.
-    package init(directory: String) throws {
-        self.init(migrations: try Migration.load(directory: directory), functions: try Migration.loadFunctions(directory: directory))
+    /// The migrations, the functions and the Citus layout of a `sql/` folder.
+    package init(directory: String, mode: DatabaseMode? = nil) throws {
+        self.init(migrations: try Migration.load(directory: directory), functions: try Migration.loadFunctions(directory: directory),
+                  citusLayout: try Migration.loadCitusLayout(directory: directory), mode: mode)
     }
 
     /// The newest version this binary knows.
@@ -63,9 +70,14 @@ package struct Migrator: Sendable {
                 throw MigrationError(message: "migration \(migration.name) was changed after it was applied")
             }
         }
-        if !functions.isEmpty {
+        // On Citus the layout runs in the functions' transaction: it gives them settings that
+        // replacing them removes, and statements of running instances must never see them without.
+        let citus = try DatabaseLayout.mode(connection, configured: mode) == .citus
+        if citus && citusLayout == nil { throw MigrationError(message: "the database is Citus, and sql/citus/layout.sql is missing") }
+        if !functions.isEmpty || citus {
             try locked(connection) { connection in
                 for file in functions { try connection.execute(unsafeSQL: file.sql) }
+                if citus, let citusLayout { try connection.execute(unsafeSQL: citusLayout.sql) }
             }
         }
         return done

@@ -42,100 +42,108 @@ package final class Maintenance: Sendable {
     /// Asks `run()` to return; a pass in progress finishes first.
     package func shutdown() { loop.shutdown() }
 
-    /// One pass; returns how many rows were removed.
+    /// One pass; returns how many rows were removed. Each kind of row is looked for once across
+    /// all apps (a read), then deleted app by app: every deleting statement names one app, so that
+    /// on Citus it runs on the worker that holds the app (docs/scaling.md), and one app's backlog
+    /// goes in batches without holding up the others for long.
     @discardableResult
     package func runOnce() throws -> Int {
         var removed = 0
-        // Finished jobs go with the dedupe records of their events.
         let days = retentionDays
-        let targets: [(table: SQL, condition: SQL)] = [("events", "received_at < herald_now_ms() - \(days)::bigint * 86400000"),
-                       ("rejected_events", "received_at < herald_now_ms() - \(days)::bigint * 86400000"),
-                       ("job_rows", "state IN ('acked', 'cancelled') AND created_at < herald_now_ms() - \(days)::bigint * 86400000"),
-                       // a block once each of its jobs is acked, cancelled or moved out (a row of its own)
-                       ("job_blocks", """
-                           created_at < herald_now_ms() - \(days)::bigint * 86400000 AND claimed = stop
-                           AND (claimed = 0 OR EXISTS (SELECT 1 FROM job_block_marks k WHERE k.block = job_blocks.id
-                                                          AND bit_count(k.acked | k.moved) = job_blocks.claimed))
-                           """),
-                       ("job_block_marks", "NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_block_marks.block)"),
-                       ("job_leases", "NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.id = job_leases.block)"),
-                       ("fanout_tasks", "done AND updated_at < herald_now_ms() - \(days)::bigint * 86400000"),
-                       // a digest window once acted on, as long as its events are kept (explain reads it)
-                       ("digest_windows", "closed_at IS NOT NULL AND ends_at < herald_now_ms() - \(days)::bigint * 86400000"),
-                       // what member-action jobs say, once none of its jobs is left nor to come
-                       ("member_actions", """
-                           created_at < herald_now_ms() - \(days)::bigint * 86400000
-                           AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = member_actions.app AND j.message_id IS NULL
-                                              AND j.event_source = member_actions.event_source
-                                              AND j.event_id = member_actions.event_id)
-                           AND NOT EXISTS (SELECT 1 FROM fanout_tasks t WHERE t.app = member_actions.app AND NOT t.done
-                                              AND t.event_source = member_actions.event_source
-                                              AND t.event_id = member_actions.event_id)
-                           """)]
-        for (table, condition) in targets {
-            while true {
-                let rows = try database.withConnection { connection in
-                    try connection.query("""
-                        DELETE FROM \(table) WHERE ctid IN (SELECT ctid FROM \(table) WHERE \(condition) LIMIT 5000)
-                        """)
-                }
-                removed += rows.affectedRows
-                if rows.affectedRows < 5000 { break }
+        let expired: SQL = "herald_now_ms() - \(days)::bigint * 86400000"
+        let retention = Self.retention
+        // Finished jobs go with the dedupe records of their events.
+        let simple: [(table: SQL, condition: (SQL) -> SQL)] = [
+            ("events", { _ in "received_at < \(expired)" }),
+            ("rejected_events", { _ in "received_at < \(expired)" }),
+            ("job_rows", { _ in "state IN ('acked', 'cancelled') AND created_at < \(expired)" }),
+            ("fanout_tasks", { _ in "done AND updated_at < \(expired)" }),
+            // a digest window once acted on, as long as its events are kept (explain reads it)
+            ("digest_windows", { _ in "closed_at IS NOT NULL AND ends_at < \(expired)" }),
+            // removed pins and saves (SPEC §12): until then an unpin or unsave outranks an older
+            // pin or save that arrives late; after it, such a late event applies again
+            ("message_pins", { "NOT pinned AND at < herald_now_ms() - \(retention($0)) * 1000" }),
+            ("message_saves", { "NOT saved AND at < herald_now_ms() - \(retention($0)) * 1000" }),
+            ("conversation_pins", { "NOT pinned AND at < herald_now_ms() - \(retention($0)) * 1000" }),
+            // change-feed entries (SPEC §14)
+            ("changes", Self.changesExpired),
+        ]
+        for (table, condition) in simple {
+            for app in try apps(in: table, where: condition("t.app")) {
+                removed += try delete(app: app, from: table, where: condition("\(app)"))
             }
         }
-        removed += try purgeTombstones()
-        removed += try purgeChanges()
+        // A block once each of its jobs is acked, cancelled or moved out (a row of its own), and
+        // then its marks and lease ranges. (Each subquery names the app itself: Citus routes a
+        // statement only when it sees the app on every table.)
+        for app in try apps(in: "job_blocks", where: "created_at < \(expired) AND claimed = stop") {
+            let blocks = try delete(app: app, from: "job_blocks", where: """
+                created_at < \(expired) AND claimed = stop
+                AND (claimed = 0 OR EXISTS (SELECT 1 FROM job_block_marks k WHERE k.app = \(app) AND k.block = t.id
+                                               AND bit_count(k.acked | k.moved) = t.claimed))
+                """)
+            removed += blocks
+            if blocks > 0 {
+                removed += try delete(app: app, from: "job_block_marks",
+                                      where: "NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.app = \(app) AND b.id = t.block)")
+                removed += try delete(app: app, from: "job_leases",
+                                      where: "NOT EXISTS (SELECT 1 FROM job_blocks b WHERE b.app = \(app) AND b.id = t.block)")
+            }
+        }
+        // What member-action jobs say, once none of its jobs is left nor to come.
+        for app in try apps(in: "member_actions", where: "created_at < \(expired)") {
+            removed += try delete(app: app, from: "member_actions", where: """
+                created_at < \(expired)
+                AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.app = \(app) AND j.message_id IS NULL
+                                   AND j.event_source = t.event_source AND j.event_id = t.event_id)
+                AND NOT EXISTS (SELECT 1 FROM fanout_tasks f WHERE f.app = \(app) AND NOT f.done
+                                   AND f.event_source = t.event_source AND f.event_id = t.event_id)
+                """)
+        }
         return removed
     }
 
-    /// Change-feed entries (SPEC §14) older than their app's `changeRetentionSeconds`, app by
-    /// app in batches of 5,000 (the block range index on `at` finds them). A minute more than the
-    /// retention: a cursor is refused (410) from the retention on, so none can still reach them.
+    /// The apps with rows `t` of `table` that match `condition` (one read across all apps).
+    private func apps(in table: SQL, where condition: SQL) throws -> [String] {
+        try database.withConnection { connection in
+            try connection.query("SELECT DISTINCT t.app FROM \(table) t WHERE \(condition)").map { try $0.decode(0, as: String.self) }
+        }
+    }
+
+    /// An app's `changeRetentionSeconds`; `app` is the app's SQL (a column, or a bound value: a
+    /// statement that deletes names its app itself, for Citus).
+    private static func retention(_ app: SQL) -> SQL {
+        """
+        coalesce((SELECT (s.settings ->> 'changeRetentionSeconds')::bigint FROM app_settings s WHERE s.app = \(app)),
+                 \(AppSettings.defaults.changeRetentionSeconds))
+        """
+    }
+
+    /// Change-feed entries (SPEC §14) a minute past their app's retention: a cursor is refused
+    /// (410) from the retention on, so none can still reach them.
+    private static func changesExpired(_ app: SQL) -> SQL {
+        "at < herald_now_ms() - (\(retention(app)) + 60) * 1000"
+    }
+
+    /// The change-feed entries of every app past its retention: what `runOnce` removes from `changes`.
     package func purgeChanges() throws -> Int {
-        var removed = 0
-        let apps = try database.withConnection { connection in
-            try connection.query("""
-                SELECT a.id, coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, \(AppSettings.defaults.changeRetentionSeconds)) AS retention
-                  FROM apps a LEFT JOIN app_settings s ON s.app = a.id
-                """).map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int64.self)) }
+        try apps(in: "changes", where: Self.changesExpired("t.app")).reduce(0) {
+            $0 + (try delete(app: $1, from: "changes", where: Self.changesExpired("\($1)")))
         }
-        for (app, retention) in apps {
-            while true {
-                let rows = try database.withConnection { connection in
-                    try connection.query("""
-                        DELETE FROM changes WHERE ctid IN (
-                            SELECT ctid FROM changes WHERE at < herald_now_ms() - (\(retention)::bigint + 60) * 1000 AND app = \(app) LIMIT 5000)
-                        """)
-                }
-                removed += rows.affectedRows
-                if rows.affectedRows < 5000 { break }
-            }
-        }
-        return removed
     }
 
-    /// Removed pins and saves (SPEC §12) older than their app's `changeRetentionSeconds`, in
-    /// batches of 5,000. Until then an unpin or unsave outranks an older pin or save that arrives
-    /// late; after it, such a late event applies again.
-    package func purgeTombstones() throws -> Int {
+    /// Deletes the rows `t` of `app` in `table` that match `condition`, 5,000 at a time.
+    private func delete(app: String, from table: SQL, where condition: SQL) throws -> Int {
         var removed = 0
-        let tables: [(table: SQL, flag: SQL)] = [("message_pins", "pinned"), ("message_saves", "saved"), ("conversation_pins", "pinned")]
-        for (table, flag) in tables {
-            while true {
-                let rows = try database.withConnection { connection in
-                    try connection.query("""
-                        DELETE FROM \(table) WHERE ctid IN (
-                            SELECT r.ctid FROM \(table) r LEFT JOIN app_settings s ON s.app = r.app
-                             WHERE NOT r.\(flag)
-                               AND r.at < herald_now_ms() - coalesce((s.settings ->> 'changeRetentionSeconds')::bigint, \(AppSettings.defaults.changeRetentionSeconds)) * 1000
-                             LIMIT 5000)
-                        """)
-                }
-                removed += rows.affectedRows
-                if rows.affectedRows < 5000 { break }
+        while true {
+            let rows = try database.withConnection { connection in
+                try connection.query("""
+                    DELETE FROM \(table) WHERE app = \(app) AND ctid IN (SELECT t.ctid FROM \(table) t WHERE t.app = \(app) AND \(condition) LIMIT 5000)
+                    """)
             }
+            removed += rows.affectedRows
+            if rows.affectedRows < 5000 { return removed }
         }
-        return removed
     }
 }
 

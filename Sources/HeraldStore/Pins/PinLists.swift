@@ -17,7 +17,7 @@ package enum PinLists {
               FROM message_pins p
               JOIN messages m ON m.app = \(app) AND m.id = p.message_id
              WHERE p.app = \(app) AND p.pinned AND (p.conversation_id = \(conversation) OR (p.conversation_id IS NULL AND m.conversation_id = \(conversation)))
-               AND \(Visibility.live)
+               AND \(Visibility.live(app: app))
                AND (\(after?.at)::bigint IS NULL OR p.at < \(after?.at) OR (p.at = \(after?.at) AND p.message_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
              ORDER BY p.at DESC, p.message_id COLLATE "C" DESC
              LIMIT \(limit)
@@ -35,7 +35,7 @@ package enum PinLists {
                                       'sentAt', m.sent_at, 'sender', m.sender, 'text', m.text, 'savedAt', s.at)::text
               FROM message_saves s
               JOIN messages m ON m.app = \(app) AND m.id = s.message_id
-             WHERE s.app = \(app) AND s.uid = \(uid) AND s.saved AND \(Visibility.live) AND \(Visibility.access("m", uid: "\(uid)"))
+             WHERE s.app = \(app) AND s.uid = \(uid) AND s.saved AND \(Visibility.live(app: app)) AND \(Visibility.access("m", uid: "\(uid)", app: app))
                AND (\(after?.at)::bigint IS NULL OR s.at < \(after?.at) OR (s.at = \(after?.at) AND s.message_id COLLATE "C" < \(after?.id)::text COLLATE "C"))
              ORDER BY s.at DESC, s.message_id COLLATE "C" DESC
              LIMIT \(limit)
@@ -53,7 +53,7 @@ package enum PinLists {
                                       'pinnedAt', c.at, 'pinnedBy', c.owner)::text
               FROM (SELECT r.*, CASE WHEN r.owner = 'app_system' THEN 0 ELSE 1 END AS segment FROM conversation_pins r
                      WHERE r.app = \(app) AND r.owner IN ('app_system', \(uid)) AND r.pinned) c
-             WHERE \(Visibility.access("c", uid: "\(uid)"))
+             WHERE \(Visibility.access("c", uid: "\(uid)", app: app))
                AND NOT EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = \(app) AND d.group_id = c.group_id)
                AND (\(after?.segment)::int IS NULL OR c.segment > \(after?.segment)
                     OR (c.segment = \(after?.segment) AND (c.at < \(after?.at) OR (c.at = \(after?.at) AND c.conversation_id COLLATE "C" < \(after?.id)::text COLLATE "C"))))
@@ -76,7 +76,7 @@ package enum PinLists {
               LEFT JOIN message_pins p ON p.app = \(app) AND p.message_id = m.id
               LEFT JOIN message_saves s ON s.app = \(app) AND s.uid = \(uid) AND s.message_id = m.id
               LEFT JOIN subscriptions sub ON sub.app = \(app) AND sub.uid = \(uid) AND sub.thread_id = coalesce(m.parent_id, m.id)
-             WHERE \(Visibility.live) AND \(Visibility.access("m", uid: "\(uid)"))
+             WHERE \(Visibility.live(app: app)) AND \(Visibility.access("m", uid: "\(uid)", app: app))
             """)
     }
 }

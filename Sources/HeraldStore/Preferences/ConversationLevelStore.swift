@@ -9,7 +9,7 @@ package enum ConversationLevelStore {
     /// Whether `uid` is a member of group `group` now (the pins' visibility rule).
     package static func isGroupMember(app: String, uid: String, group: String, on connection: PostgresConnection) throws -> Bool {
         try connection.query("""
-            SELECT \(Visibility.access("c", uid: "\(uid)"))
+            SELECT \(Visibility.access("c", uid: "\(uid)", app: app))
               FROM (SELECT \(app)::text AS app, \(group)::text AS group_id, NULL::text AS user_a, NULL::text AS user_b) c
             """)[0].decode(0, as: Bool.self)
     }

@@ -94,7 +94,7 @@ package enum ExplainInputs {
     /// that held it: a select-list expression over the message `m` and its `applied_at`.
     package static func digestColumn(app: String, uid: String) -> SQL { """
         (SELECT jsonb_build_object('closed', w.closed_at IS NOT NULL, 'ends', w.ends_at, 'outcome', w.outcome,
-                                   'job', w.digest_job, 'reason', (SELECT j.reason FROM job_rows j WHERE j.id = w.digest_job),
+                                   'job', w.digest_job, 'reason', (SELECT j.reason FROM job_rows j WHERE j.app = \(app) AND j.id = w.digest_job),
                                    'included', w.closed_at IS NOT NULL AND EXISTS (
                                        SELECT 1 FROM herald_digest_held(w.app, w.thread_id, w.uid, w.opened_by, w.opened_at, w.ends_at,
                                                                         w.max_age_ms, w.read_at, w.read_id) h

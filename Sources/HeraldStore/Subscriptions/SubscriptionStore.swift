@@ -102,7 +102,9 @@ package struct SubscriptionStore: Sendable {
             case .subscribe(let tracked):
                 // Subscribing explicitly marks the thread read (SPEC §5.1.6): the mark moves to the
                 // latest reply, never back. The level (SPEC §18): the one asked for, else the row's
-                // while it is subscribed, else notify.
+                // while it is subscribed, else notify. (No parameter in DO UPDATE: Citus 13 loses
+                // its type there. Asked for, the inserted value is the one asked for.)
+                let level: SQL = tracked == nil ? "s.subscribed AND s.tracked" : "EXCLUDED.tracked"
                 try connection.query("""
                     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, manual_at,
                                                     mark_at, mark_id, updated_at, tracked)
@@ -110,7 +112,7 @@ package struct SubscriptionStore: Sendable {
                            t.last_reply_at, t.last_reply_id, herald_now_ms(), coalesce(\(tracked)::boolean, false)
                       FROM threads t WHERE t.app = \(app) AND t.parent_id = \(thread)
                     ON CONFLICT (app, uid, thread_id) DO UPDATE SET
-                        tracked = coalesce(\(tracked)::boolean, s.subscribed AND s.tracked),
+                        tracked = \(level),
                         manual_at = coalesce(s.manual_at, EXCLUDED.manual_at),
                         mark_at = CASE WHEN s.manual_at IS NOT NULL OR EXCLUDED.mark_at IS NULL
                                          OR (s.mark_at, s.mark_id) >= (EXCLUDED.mark_at, EXCLUDED.mark_id)

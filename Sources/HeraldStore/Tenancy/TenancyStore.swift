@@ -78,11 +78,18 @@ package struct TenancyStore: Sendable {
     /// Creates a key for an existing app; `nil` when the app does not exist.
     package func createKey(app: String, role: Role, label: String?, on connection: PostgresConnection) throws -> CreatedKey? {
         let key = APIKey.generate()
-        let rows = try connection.query("""
-            INSERT INTO app_keys (id, app_id, role, label, secret_hash)
-            SELECT \(key.id), id, \(role.rawValue), \(label), \(PostgresBytes(key.secretHash)) FROM apps WHERE id = \(app)
-            RETURNING created_at
-            """)
+        // VALUES, not INSERT … SELECT FROM apps: the app's existence is the foreign key's to
+        // check (Citus 13 cannot send an INSERT … SELECT … RETURNING into a reference table).
+        let rows: PostgresRows
+        do {
+            rows = try connection.query("""
+                INSERT INTO app_keys (id, app_id, role, label, secret_hash)
+                VALUES (\(key.id), \(app), \(role.rawValue), \(label), \(PostgresBytes(key.secretHash)))
+                RETURNING created_at
+                """)
+        } catch let error as PostgresError where error.sqlState == PostgresError.SQLState.foreignKeyViolation {
+            return nil
+        }
         guard let row = rows.first else { return nil }
         return CreatedKey(id: key.id, key: key.token, role: role, label: label, createdAt: try row.decode(0))
     }
@@ -101,7 +108,7 @@ package struct TenancyStore: Sendable {
     /// Revokes a key of `app`; false when the app has no such key. Revoking twice is fine.
     package func revokeKey(app: String, id: String, on connection: PostgresConnection) throws -> Bool {
         let rows = try connection.query("""
-            UPDATE app_keys SET revoked_at = coalesce(revoked_at, herald_now_ms())
+            UPDATE app_keys SET revoked_at = least(revoked_at, herald_now_ms()) -- least: the first revocation stays (NULL is ignored); Citus refuses volatile calls in coalesce
             WHERE app_id = \(app) AND id = \(id) RETURNING id
             """)
         return !rows.isEmpty

@@ -53,10 +53,17 @@ package struct TokenKeyStore: Sendable {
         try connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':token-keys', 0))")
         let kid = "tk_" + Secrets.hex(Secrets.randomBytes(12))
         let secret = algorithm == .hs256 ? Base64URL.encode(Secrets.randomBytes(32)) : nil
+        // Counted under the app's token-key lock, then inserted with VALUES: Citus 13 cannot send
+        // an INSERT … SELECT … RETURNING into a reference table. The caller's transaction holds the
+        // lock to its end, so two creations cannot both pass the count.
+        let count = try connection.query("""
+            SELECT pg_advisory_xact_lock(hashtextextended(\(app) || ':token-keys', 0)),
+                   (SELECT count(*) FROM token_keys WHERE app = \(app)) AS n
+            """)[0].decode("n", as: Int.self)
+        guard count < Self.maxKeysPerApp else { return nil }
         let rows = try connection.query("""
             INSERT INTO token_keys (kid, app, alg, secret, public_key)
-            SELECT \(kid), \(app), \(algorithm.rawValue), \(secret.map { PostgresBytes(Array($0.utf8)) }), \(publicKey)
-            WHERE (SELECT count(*) FROM token_keys WHERE app = \(app)) < \(Self.maxKeysPerApp)
+            VALUES (\(kid), \(app), \(algorithm.rawValue), \(secret.map { PostgresBytes(Array($0.utf8)) }), \(publicKey))
             RETURNING created_at
             """)
         guard let row = rows.first else { return nil }
