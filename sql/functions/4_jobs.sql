@@ -104,6 +104,8 @@ $$;
 -- view does. For catch-up and clear jobs, which ask this per (user, message). A set-returning
 -- SQL function of one SELECT, so that the planner inlines it into the caller's query (a call
 -- per row through the function manager cost catch-up 20 s for 100,000 (user, reply) pairs).
+-- Unused since issue 39 (JobBlocks.wasClaimed replaced it: on Citus an inlined function reads the
+-- worker's empty placeholder tables); kept for instances of the previous release during a rollout.
 CREATE OR REPLACE FUNCTION herald_message_jobs(p_app text, p_message text, p_uid text)
     RETURNS TABLE (id bigint, state text, reason text, attempt integer)
     LANGUAGE sql STABLE ROWS 1 AS $$

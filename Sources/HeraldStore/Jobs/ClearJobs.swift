@@ -45,7 +45,7 @@ package enum ClearJobs {
                             WHERE m.app = \(app) AND m.parent_id = x.thread
                               AND (m.sent_at, m.id COLLATE "C") <= (x.to_at, x.to_id COLLATE "C")
                               AND (x.from_at IS NULL OR (m.sent_at, m.id COLLATE "C") > (x.from_at, x.from_id COLLATE "C"))
-                              AND EXISTS (SELECT 1 FROM herald_message_jobs(\(app), m.id, \(uid)) j WHERE j.attempt > 0)
+                              AND \(JobBlocks.wasClaimed(app: app, message: "m.id", uid: "\(uid)"))
                             ORDER BY m.sent_at DESC, m.id COLLATE "C" DESC
                             LIMIT \(maxCollapseIDs)) r) c
              -- SPEC §17: the push that opened a digest window of the reader's, and the digest that

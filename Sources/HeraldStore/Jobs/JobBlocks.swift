@@ -97,6 +97,23 @@ package enum JobBlocks {
         try endSettledLeases(app: app, blocks: jobs.map { place($0.id).block }, on: connection)
     }
 
+    /// Whether `uid`'s notification job (kind null) of message `message` was ever claimed (attempt
+    /// above 0), whichever its event: a moved job's row first, else its block's position, found by
+    /// array_position (a C loop over the block's recipients). An SQL condition for clear jobs, one
+    /// pair at a time; `message` and `uid` are SQL (a column, or a bound value).
+    ///
+    /// A fragment rather than the SQL function `herald_message_jobs` it replaces: on Citus a
+    /// function inlined into a statement sent whole to a worker reads the worker's empty
+    /// placeholder tables, and answered "never claimed" for every job.
+    package static func wasClaimed(app: String, message: SQL, uid: SQL) -> SQL {
+        """
+        coalesce((SELECT r.attempt > 0 FROM job_rows r
+                   WHERE r.app = \(app) AND r.message_id = \(message) AND r.recipient = \(uid) AND r.kind IS NULL LIMIT 1),
+                 EXISTS (SELECT 1 FROM job_blocks b CROSS JOIN LATERAL (SELECT array_position(b.recipients, \(uid)) AS i) p
+                          WHERE b.app = \(app) AND b.message_id = \(message) AND p.i IS NOT NULL AND p.i <= b.claimed))
+        """
+    }
+
     /// Deletes the lease ranges of `blocks` whose every position is acked or moved.
     package static func endSettledLeases(app: String, blocks: [Int64], on connection: PostgresConnection) throws {
         try connection.query("""
