@@ -175,26 +175,33 @@ DECLARE
     first_at bigint;
     moved_users text[];
     r record;
+    -- this round's values as scalars (Citus 13 crashed on an array element as a statement's value)
+    v_from text;
+    v_to text;
+    v_root_sender text;
 BEGIN
     FOR i IN 1 .. coalesce(cardinality(p_from), 0) LOOP
         CONTINUE WHEN p_from[i] IS NULL OR p_to[i] IS NULL OR p_from[i] = p_to[i];
+        v_from := p_from[i];
+        v_to := p_to[i];
+        v_root_sender := p_root_senders[i];
         WITH moved AS (
-            UPDATE messages m SET parent_id = p_to[i], parent_sender = p_root_senders[i]
-             WHERE m.app = p_app AND m.parent_id = p_from[i]
+            UPDATE messages m SET parent_id = v_to, parent_sender = v_root_sender
+             WHERE m.app = p_app AND m.parent_id = v_from
             RETURNING m.sent_at, m.sender
         )
         SELECT min(sent_at) FILTER (WHERE sender IS NOT NULL), coalesce(array_agg(sender) FILTER (WHERE sender IS NOT NULL), '{}')
           INTO first_at, moved_users FROM moved;
         WITH moved AS (
-            UPDATE mentions mn SET thread_id = p_to[i]
-             WHERE mn.app = p_app AND mn.thread_id = p_from[i]
+            UPDATE mentions mn SET thread_id = v_to
+             WHERE mn.app = p_app AND mn.thread_id = v_from
             RETURNING mn.uid
         )
         SELECT moved_users || coalesce(array_agg(uid), '{}') INTO moved_users FROM moved;
-        FOR r IN DELETE FROM subscriptions s WHERE s.app = p_app AND s.thread_id = p_from[i] RETURNING s.* LOOP
+        FOR r IN DELETE FROM subscriptions s WHERE s.app = p_app AND s.thread_id = v_from RETURNING s.* LOOP
             INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at,
                                             manual_at, updated_at, conversation_id, read_at, read_id, mark_at, mark_id, tracked)
-            VALUES (p_app, r.uid, p_to[i], r.subscribed, r.source, r.reason, r.since, r.unsubscribed_at,
+            VALUES (p_app, r.uid, v_to, r.subscribed, r.source, r.reason, r.since, r.unsubscribed_at,
                     r.manual_at, herald_now_ms(), r.conversation_id, r.read_at, r.read_id, r.mark_at, r.mark_id, r.tracked)
             ON CONFLICT (app, uid, thread_id) DO UPDATE SET
                 -- track-only (SPEC §18) only when both rows were: the louder level wins
@@ -202,9 +209,11 @@ BEGIN
                 unsubscribed_at = greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
                 -- the first explicit subscribe after the latest unsubscribe (a subscribe keeps its
                 -- first time, as PUT does)
-                manual_at = (SELECT min(x.at) FROM (VALUES (s.manual_at), (EXCLUDED.manual_at)) AS x(at)
-                              WHERE x.at > coalesce(greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
-                                                    -9223372036854775808)),
+                -- (an expression, not a subquery over VALUES: Citus 13 crashed planning that here)
+                manual_at = least(CASE WHEN s.manual_at > coalesce(greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
+                                                                   -9223372036854775808) THEN s.manual_at END,
+                                  CASE WHEN EXCLUDED.manual_at > coalesce(greatest(s.unsubscribed_at, EXCLUDED.unsubscribed_at),
+                                                                          -9223372036854775808) THEN EXCLUDED.manual_at END),
                 mark_at = CASE WHEN s.mark_at IS NULL OR (EXCLUDED.mark_at, EXCLUDED.mark_id) > (s.mark_at, s.mark_id)
                                THEN coalesce(EXCLUDED.mark_at, s.mark_at) ELSE s.mark_at END,
                 mark_id = CASE WHEN s.mark_at IS NULL OR (EXCLUDED.mark_at, EXCLUDED.mark_id) > (s.mark_at, s.mark_id)
@@ -212,11 +221,11 @@ BEGIN
                 conversation_id = coalesce(s.conversation_id, EXCLUDED.conversation_id),
                 updated_at = EXCLUDED.updated_at;
         END LOOP;
-        DELETE FROM threads t WHERE t.app = p_app AND t.parent_id = p_from[i];
-        DELETE FROM stale_threads st WHERE st.app = p_app AND st.thread_id = p_from[i];
+        DELETE FROM threads t WHERE t.app = p_app AND t.parent_id = v_from;
+        DELETE FROM stale_threads st WHERE st.app = p_app AND st.thread_id = v_from;
         RETURN QUERY
-            SELECT DISTINCT x.uid, p_to[i], first_at
-              FROM (SELECT s.uid FROM subscriptions s WHERE s.app = p_app AND s.thread_id = p_to[i]
+            SELECT DISTINCT x.uid, v_to, first_at
+              FROM (SELECT s.uid FROM subscriptions s WHERE s.app = p_app AND s.thread_id = v_to
                     UNION SELECT unnest(moved_users)) x;
     END LOOP;
 END
