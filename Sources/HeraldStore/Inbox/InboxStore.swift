@@ -24,6 +24,8 @@ package enum InboxStore {
 
     /// One page of `owner`'s inbox after the position `after` (activity, thread id), at most
     /// `limit` rows, with the totals: each row `threads`, `mentions`, `activity`, `thread_id`, `row`.
+    /// Every table names the app itself (on Citus a correlated `st.app = s.app` inside this UNION
+    /// lost rows without an error).
     package static func page(app: String, owner: String, conversation: String?, unreadOnly: Bool, after: (Int64, String)?, limit: Int,
                              on connection: PostgresConnection) throws -> PostgresRows {
         // One statement per shape, so that each is prepared with the plan that fits it.
@@ -46,16 +48,16 @@ package enum InboxStore {
                     SELECT s.activity_at AS activity, s.thread_id, \(rowJSON(owner: owner)) AS row
                       FROM (SELECT * FROM subscriptions s
                              WHERE s.app = \(app) AND s.uid = \(owner) AND \(filters)\(storedAfter)
-                               AND NOT EXISTS (SELECT 1 FROM stale_threads st WHERE st.app = s.app AND st.thread_id = s.thread_id)
+                               AND NOT EXISTS (SELECT 1 FROM stale_threads st WHERE st.app = \(app) AND st.thread_id = s.thread_id)
                              ORDER BY s.activity_at DESC, s.thread_id COLLATE "C" DESC
                              LIMIT \(limit)) s
-                      JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                      JOIN threads t ON t.app = \(app) AND t.parent_id = s.thread_id
                     UNION ALL
                     SELECT x.activity, x.thread_id, x.row FROM (
                         SELECT coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0) AS activity, s.thread_id, \(rowJSON(owner: owner)) AS row
                           FROM stale_threads st
-                          JOIN subscriptions s ON s.app = st.app AND s.uid = \(owner) AND s.thread_id = st.thread_id
-                          JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                          JOIN subscriptions s ON s.app = \(app) AND s.uid = \(owner) AND s.thread_id = st.thread_id
+                          JOIN threads t ON t.app = \(app) AND t.parent_id = s.thread_id
                          WHERE st.app = \(app) AND \(filters)) x\(staleAfter)
                 ) merged
                 ORDER BY activity DESC, thread_id COLLATE "C" DESC
@@ -114,7 +116,7 @@ package enum InboxStore {
     package static func row(app: String, owner: String, thread: String, on connection: PostgresConnection) throws -> String {
         try connection.query("""
             SELECT \(rowJSON(owner: owner)) FROM threads t
-              LEFT JOIN subscriptions s ON s.app = t.app AND s.uid = \(owner) AND s.thread_id = t.parent_id
+              LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(owner) AND s.thread_id = t.parent_id
              WHERE t.app = \(app) AND t.parent_id = \(thread)
             """)[0].decode(0, as: String.self)
     }
@@ -124,7 +126,7 @@ package enum InboxStore {
                                       on connection: PostgresConnection) throws -> [(thread: String, group: String?)] {
         try connection.query("""
             SELECT t.parent_id, t.group_id
-              FROM subscriptions s JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+              FROM subscriptions s JOIN threads t ON t.app = \(app) AND t.parent_id = s.thread_id
              WHERE s.app = \(app) AND s.uid = \(owner) AND s.visible AND s.has_unread
                AND (\(conversation)::text IS NULL OR s.conversation_id = \(conversation))
             """).map { (thread: try $0.decode(0, as: String.self), group: try $0.decode(1, as: String?.self)) }
@@ -145,7 +147,7 @@ package enum InboxStore {
                   FROM threads t, before b
                  WHERE s.app = \(app) AND s.uid = \(owner) AND s.visible AND s.has_unread AND b.thread_id = s.thread_id
                    AND (\(conversation)::text IS NULL OR s.conversation_id = \(conversation))
-                   AND t.app = s.app AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
+                   AND t.app = \(app) AND t.parent_id = s.thread_id AND t.last_reply_id IS NOT NULL
                    AND (s.mark_at IS NULL OR (s.mark_at, s.mark_id) < (t.last_reply_at, t.last_reply_id COLLATE "C"))
                    AND t.parent_id = ANY (\(threads)::text[])
                 RETURNING s.thread_id, b.mark_at AS from_at, b.mark_id AS from_id, s.mark_at AS to_at, s.mark_id AS to_id

@@ -47,7 +47,7 @@ package enum JobBlocks {
         var marks: [Int64: Marks] = [:]
         for row in try connection.query("""
             SELECT k.block, k.acked::text AS acked, k.moved::text AS moved, b.claimed
-              FROM job_block_marks k JOIN job_blocks b ON b.app = k.app AND b.id = k.block
+              FROM job_block_marks k JOIN job_blocks b ON b.app = \(app) AND b.id = k.block
              WHERE k.app = \(app) AND k.block = ANY (\(wanted)::bigint[])
              ORDER BY k.block FOR UPDATE OF k
             """) {
@@ -118,7 +118,7 @@ package enum JobBlocks {
     package static func endSettledLeases(app: String, blocks: [Int64], on connection: PostgresConnection) throws {
         try connection.query("""
             DELETE FROM job_leases l USING job_block_marks k
-             WHERE k.app = \(app) AND k.block = ANY (\(Array(Set(blocks)))::bigint[]) AND l.app = k.app AND l.block = k.block
+             WHERE k.app = \(app) AND k.block = ANY (\(Array(Set(blocks)))::bigint[]) AND l.app = \(app) AND l.block = k.block
                AND bit_count(substring(k.acked | k.moved FROM l.first + 1 FOR l.last - l.first)) = l.last - l.first
             """)
     }
