@@ -81,5 +81,17 @@ BEGIN
     LOOP
         PERFORM create_distributed_table(t, 'app', colocate_with => 'messages');
     END LOOP;
+
+    -- The functions that work on one app take it first (p_app): distributed by it and co-located,
+    -- a call made on its own (outside a transaction block) is sent to the app's worker and runs
+    -- there whole. Inside Herald's transactions Citus does not delegate (force_delegation off),
+    -- and their statements go to the worker one by one.
+    FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
+              WHERE p.proname LIKE 'herald%' AND p.prokind = 'f' AND p.pronargs > 0
+                AND p.proargnames[1] = 'p_app' AND p.proargtypes[0] = 'text'::regtype
+                AND NOT EXISTS (SELECT 1 FROM pg_dist_object o
+                                 WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid AND o.distribution_argument_index IS NOT NULL) LOOP
+        PERFORM create_distributed_function(f, '$1'::text, colocate_with => 'messages'::text);
+    END LOOP;
 END
 $$;
