@@ -27,12 +27,6 @@ package final class NotificationListener: Sendable {
     private let stopSignal = DispatchSemaphore(value: 0)
     /// `HERALD_DB_MODE`: on Citus it looks instead of listening.
     package let databaseMode: DatabaseMode?
-    private let main = Connection()
-
-    /// The listening connection's state.
-    private final class Connection: Sendable {
-        let up = Atomic<Bool>(false)
-    }
 
     package init(connectionString: String?, changes: ChangeWaiter, jobs: JobWaiter, delivery: DeliveryLoop? = nil,
                  databaseMode: DatabaseMode? = nil, logger: Logger) {
@@ -70,7 +64,7 @@ package final class NotificationListener: Sendable {
         var citus: Bool?
         var lastLook = ContinuousClock.now - .seconds(10)
         var seen = RecentChanges()
-        listenLoop(state: main) { connection in
+        listenLoop { connection in
             if citus == nil {
                 citus = try DatabaseLayout.mode(connection, configured: databaseMode) == .citus
                 if citus == true {
@@ -102,7 +96,7 @@ package final class NotificationListener: Sendable {
 
     /// LISTENs until `shutdown()`, connecting again every second when the connection is lost;
     /// `tick` runs between waits on the connection and says how to wait.
-    private func listenLoop(state: Connection, tick: (PostgresConnection) throws -> Tick) {
+    private func listenLoop(tick: (PostgresConnection) throws -> Tick) {
         var failures = 0
         func stopped() -> Bool { stopping.load(ordering: .relaxed) }
         while !stopped() {
@@ -117,7 +111,6 @@ package final class NotificationListener: Sendable {
                     let next = try tick(connection)
                     if first {
                         first = false
-                        state.up.store(true, ordering: .relaxed)
                         set(listening: true, jobs: next == .listen)
                         // What committed while nobody listened: everyone looks once.
                         changes.changedAll()
@@ -132,7 +125,6 @@ package final class NotificationListener: Sendable {
                     }
                 }
             } catch {
-                state.up.store(false, ordering: .relaxed)
                 set(listening: false)
                 changes.changedAll()
                 if failures == 0 {
@@ -143,7 +135,6 @@ package final class NotificationListener: Sendable {
                 for _ in 0..<10 where !stopped() { usleepSeconds(0.1) }
             }
         }
-        state.up.store(false, ordering: .relaxed)
     }
 
     /// Whether the waiters can rely on being woken: the feed's while this listener listens (or,
