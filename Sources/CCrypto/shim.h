@@ -23,18 +23,26 @@ static inline EVP_PKEY *herald_rsa_generate(unsigned int bits) { return EVP_RSA_
 /* A new EC key on the named curve ("P-256"). */
 static inline EVP_PKEY *herald_ec_generate(const char *curve) { return EVP_EC_gen(curve); }
 
-/* A P-256 public key from its uncompressed point (65 bytes), imported as key material rather
-   than decoded from DER: OpenSSL 3's decoders cost more than the ECDH itself. NULL when the
-   bytes are not a point of the curve (the import checks it). */
-static inline EVP_PKEY *herald_p256_public_key(const unsigned char *point, size_t length) {
-    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+/* A P-256 public key from its uncompressed point, its curve copied from `like` (any P-256 key)
+   instead of built from the curve's name: building the curve (its Montgomery constants) costs
+   three times the import. NULL when the bytes are not a point of the curve (the import checks). */
+static inline EVP_PKEY *herald_p256_public_key_like(const EVP_PKEY *like, const unsigned char *point, size_t length) {
+    EVP_PKEY *key = EVP_PKEY_new();
+    if (key == NULL) return NULL;
+    if (EVP_PKEY_copy_parameters(key, like) != 1 || EVP_PKEY_set1_encoded_public_key(key, point, length) != 1) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
+/* A new key with the parameters (the curve) of `like`: half the cost of EVP_EC_gen, which
+   builds the curve from its name each time. */
+static inline EVP_PKEY *herald_keygen_like(EVP_PKEY *like) {
+    EVP_PKEY_CTX *context = EVP_PKEY_CTX_new_from_pkey(NULL, like, NULL);
     if (context == NULL) return NULL;
     EVP_PKEY *key = NULL;
-    OSSL_PARAM params[3];
-    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)"prime256v1", 0);
-    params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, length);
-    params[2] = OSSL_PARAM_construct_end();
-    if (EVP_PKEY_fromdata_init(context) <= 0 || EVP_PKEY_fromdata(context, &key, EVP_PKEY_PUBLIC_KEY, params) <= 0) key = NULL;
+    if (EVP_PKEY_keygen_init(context) <= 0 || EVP_PKEY_keygen(context, &key) <= 0) key = NULL;
     EVP_PKEY_CTX_free(context);
     return key;
 }

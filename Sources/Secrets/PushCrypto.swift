@@ -43,6 +43,18 @@ extension PrivateKey {
         PublicKey.kind(of: key) == .ec(curve: "prime256v1")
     }
 
+    /// A new P-256 key (a Web Push message's ephemeral key), with its public point.
+    public static func p256() -> (key: PrivateKey, point: [UInt8])? {
+        guard let curve = P256.curve, let made = herald_keygen_like(curve.key) else { ERR_clear_error(); return nil }
+        let key = PrivateKey(key: made)
+        // the curve is known: only the point is read
+        var out = [UInt8](repeating: 0, count: 65)
+        let length = out.withUnsafeMutableBufferPointer { herald_ec_public_point(made, $0.baseAddress, $0.count) }
+        ERR_clear_error()
+        guard length == 65, out[0] == 4 else { return nil }
+        return (key, out)
+    }
+
     /// The public point of a P-256 key, uncompressed (`04 || X || Y`, 65 bytes), as Web Push
     /// writes keys (RFC 8291 §3.1, RFC 8292 §3.2); nil for any other key.
     public var p256PublicPoint: [UInt8]? { P256.point(of: key) }
@@ -68,9 +80,10 @@ extension PublicKey {
     /// A P-256 public key from its uncompressed point (`04 || X || Y`, 65 bytes: a browser's
     /// `p256dh`); nil when the bytes are not a point of the curve.
     public static func p256(point: [UInt8]) -> PublicKey? {
-        guard point.count == 65, point[0] == 4 else { return nil }
+        guard point.count == 65, point[0] == 4, let curve = P256.curve else { return nil }
         defer { ERR_clear_error() }
-        return point.withUnsafeBufferPointer { herald_p256_public_key($0.baseAddress, $0.count) }.map { PublicKey(key: $0, kind: .ec(curve: "prime256v1")) }
+        return point.withUnsafeBufferPointer { herald_p256_public_key_like(curve.key, $0.baseAddress, $0.count) }
+            .map { PublicKey(key: $0, kind: .ec(curve: "prime256v1")) }
     }
 
     /// The uncompressed point of a P-256 key; nil for any other key.
@@ -78,6 +91,11 @@ extension PublicKey {
 }
 
 enum P256 {
+    /// A P-256 key whose parameters new keys copy: OpenSSL builds a curve named by text anew
+    /// each time (its Montgomery constants), which cost more than the import or the key
+    /// generation it was part of. Only read, so shared by every thread.
+    static let curve: PrivateKey? = herald_ec_generate("P-256").map(PrivateKey.init(key:))
+
     /// A key's public point when it is a P-256 point (65 bytes, uncompressed), read as a key
     /// parameter; nil for any other key.
     static func point(of key: OpaquePointer) -> [UInt8]? {
@@ -97,7 +115,11 @@ enum P256 {
 extension Secrets {
     /// HKDF with SHA-256 (RFC 5869): extract with `salt`, expand with `info` to `length` bytes.
     public static func hkdfSHA256(salt: [UInt8], inputKey: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
-        let prk = hmacSHA256(key: salt, message: inputKey)
+        hkdfExpandSHA256(prk: hmacSHA256(key: salt, message: inputKey), info: info, length: length)
+    }
+
+    /// HKDF-Expand with SHA-256 (RFC 5869 §2.3): `length` bytes from the pseudorandom key `prk`.
+    public static func hkdfExpandSHA256(prk: [UInt8], info: [UInt8], length: Int) -> [UInt8] {
         var out: [UInt8] = [], block: [UInt8] = [], counter: UInt8 = 1
         while out.count < length {
             block = hmacSHA256(key: prk, message: block + info + [counter])

@@ -216,7 +216,10 @@ package enum DirectRequests {
                        "Authorization: \(authorization)"]
         let topic = String(Base64URL.encode(Array(job.collapseID.utf8)).prefix(32))
         if !topic.isEmpty { headers.append("Topic: \(topic)") }
-        return OutboundRequest(url: endpoint, headers: headers, body: body, timeoutMs: timeoutMs, contentType: "application/octet-stream")
+        // Push services speak HTTP/2 (RFC 8030 is written for it): the pushes to one service
+        // share a connection as streams, as APNs' do (ALPN falls back to HTTP/1.1 where it must).
+        return OutboundRequest(url: endpoint, headers: headers, body: body, timeoutMs: timeoutMs, contentType: "application/octet-stream",
+                               http2: true)
     }
 
     /// A push service's answer (SPEC §13.4): 201 or 200 sent; 404 and 410 remove the device.

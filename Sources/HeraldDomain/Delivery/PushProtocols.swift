@@ -10,6 +10,14 @@ package enum WebPushEncryption {
     package struct Subscription {
         package let publicPoint: [UInt8]
         package let authSecret: [UInt8]
+        /// `publicPoint` as a key, when it was already imported (reading the token checks it).
+        package let publicKey: PublicKey?
+
+        package init(publicPoint: [UInt8], authSecret: [UInt8], publicKey: PublicKey? = nil) {
+            self.publicPoint = publicPoint
+            self.authSecret = authSecret
+            self.publicKey = publicKey
+        }
     }
 
     /// RFC 8188's record size written in the header: one record holds the whole payload.
@@ -21,8 +29,9 @@ package enum WebPushEncryption {
     /// `salt` are fresh for each message; tests pass them to compare with a known answer.
     package static func encrypt(_ plaintext: [UInt8], for subscription: Subscription, ephemeral: PrivateKey? = nil,
                         salt: [UInt8]? = nil) -> [UInt8]? {
-        guard subscription.authSecret.count == 16, let receiver = PublicKey.p256(point: subscription.publicPoint),
-              let sender = ephemeral ?? PrivateKey.ec(curve: "P-256"), let senderPoint = sender.p256PublicPoint,
+        guard subscription.authSecret.count == 16,
+              let receiver = subscription.publicKey ?? PublicKey.p256(point: subscription.publicPoint),
+              let (sender, senderPoint) = ephemeral.map({ ($0, $0.p256PublicPoint) }) ?? PrivateKey.p256(), let senderPoint,
               let shared = sender.sharedSecret(with: receiver) else { return nil }
         let salt = salt ?? Secrets.randomBytes(16)
         guard salt.count == 16 else { return nil }
@@ -30,8 +39,9 @@ package enum WebPushEncryption {
         let keyInfo = Array("WebPush: info".utf8) + [0] + subscription.publicPoint + senderPoint
         let ikm = Secrets.hkdfSHA256(salt: subscription.authSecret, inputKey: shared, info: keyInfo, length: 32)
         // RFC 8188 §2.2-2.3: the content-encryption key and the nonce
-        let cek = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: aes128gcm".utf8) + [0], length: 16)
-        let nonce = Secrets.hkdfSHA256(salt: salt, inputKey: ikm, info: Array("Content-Encoding: nonce".utf8) + [0], length: 12)
+        let prk = Secrets.hmacSHA256(key: salt, message: ikm)   // HKDF-Extract, shared by both
+        let cek = Secrets.hkdfExpandSHA256(prk: prk, info: Array("Content-Encoding: aes128gcm".utf8) + [0], length: 16)
+        let nonce = Secrets.hkdfExpandSHA256(prk: prk, info: Array("Content-Encoding: nonce".utf8) + [0], length: 12)
         let size = max(recordSize, plaintext.count + 1 + 16)
         guard let sealed = Secrets.aes128GCMSeal(key: cek, nonce: nonce, plaintext: plaintext + [2]) else { return nil }
         let header = salt + [UInt8(size >> 24 & 0xff), UInt8(size >> 16 & 0xff), UInt8(size >> 8 & 0xff), UInt8(size & 0xff)]
@@ -92,8 +102,8 @@ extension WebPushEncryption {
               case .object(let keys)? = object["keys"], case .string(let p256dh)? = keys["p256dh"], case .string(let auth)? = keys["auth"],
               let point = Base64URL.decode(Array(p256dh.utf8)) ?? Base64URL.decode(Array(p256dh.replacingPadding.utf8)),
               let secret = Base64URL.decode(Array(auth.utf8)) ?? Base64URL.decode(Array(auth.replacingPadding.utf8)),
-              secret.count == 16, PublicKey.p256(point: point) != nil else { return nil }
-        return (endpoint, .init(publicPoint: point, authSecret: secret))
+              secret.count == 16, let key = PublicKey.p256(point: point) else { return nil }
+        return (endpoint, .init(publicPoint: point, authSecret: secret, publicKey: key))
     }
 }
 
