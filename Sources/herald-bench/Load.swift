@@ -9,6 +9,13 @@ func now() -> UInt64 {
     return UInt64(spec.tv_sec) * 1_000_000_000 + UInt64(spec.tv_nsec)
 }
 
+/// The wall clock in seconds since the epoch (to compare with times PostgreSQL stored).
+func wallSeconds() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_REALTIME, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
 /// What a load run measured: operations, wall time, and each operation's latency.
 struct LoadResult {
     var operations = 0

@@ -130,18 +130,20 @@ extension Bench {
         let wait = Double(end) / 1000 - Double(time(nil))
         say("\(name): waiting \(format(max(0, wait), digits: 0)) s for the digest windows to end …")
         var digests = 0
+        var seen = 0.0   // the wall clock when every digest was visible, that is committed
         let waited = now()
-        while now() - waited < UInt64(max(0, wait) + 30) * 1_000_000_000 {
+        while now() - waited < UInt64(max(0, wait) + 60) * 1_000_000_000 {
             digests = try count("SELECT count(*) FROM job_rows WHERE app = \(app) AND kind = 'digest'")
+            seen = wallSeconds()
             if digests >= windows { break }
-            usleep(100_000)
+            usleep(50_000)
         }
-        let last = try count("SELECT max(created_at) FROM job_rows WHERE app = \(app) AND kind = 'digest'")
+        // Not the rows' created_at: that is the closing transaction's start, not its commit.
         let closed = try count("SELECT count(*) FROM digest_windows WHERE app = \(app) AND closed_at IS NOT NULL")
-        let lag = Double(last - end) / 1000
+        let lag = seen - Double(end) / 1000
         add("\(name) digests: the last of \(windows) committed after the windows' end", format(lag, digits: 2) + " s", nil,
             goal: "≤ 2 s, one per window", met: lag <= 2 && digests == windows && closed == windows)
-        notes.append("\(name): \(digests) digest jobs for \(windows) windows (\(closed) closed); the last \(format(lag, digits: 2)) s after the last window's end.")
+        notes.append("\(name): \(digests) digest jobs for \(windows) windows (\(closed) closed); all visible (committed) \(format(lag, digits: 2)) s after the last window's end (polled every 50 ms).")
     }
 
     /// The soak: S1-shaped replies (one per request, 8 in flight, every 5th a mention) spread over

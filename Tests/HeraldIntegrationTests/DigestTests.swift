@@ -174,6 +174,33 @@ struct DigestTests {
         #expect(try explain(app, "reader", "a2")["notified"] as? Bool == false)
     }
 
+    @Test("windows closed together each digest their own replies: not the recipient's, not those that mention them, not those read")
+    func windowsTogether() throws {
+        let app = try environment.makeApp(prefix: "digestmany")
+        #expect(try app.setMembers("g1", ["alice", "bob", "carol", "dave", "erin"], client: client).status == 200)
+        try app.patch("/v1/settings/notifications", #"{"replyDigestSeconds": {"value": 5, "userCanOverride": true}}"#, client: client)
+        let now = nowMilliseconds()
+        try app.ingest([Events.message("p", id: "p", sender: "alice", at: now, text: "p")], client: client)
+        // r1 opens the windows of bob, carol, dave and erin, r2 alice's; they end within a second
+        try app.ingest([Events.message("r1", id: "r1", sender: "alice", parent: "p", at: now + 1, text: "r1")], client: client)
+        try app.ingest([Events.message("r2", id: "r2", sender: "carol", parent: "p", at: now + 2, text: "r2")], client: client)
+        try app.ingest([Events.message("r3", id: "r3", sender: "dave", parent: "p", at: now + 3, text: "r3 @erin", mentions: ["erin"])],
+                       client: client)
+        #expect(try client.post("/v1/users/dave/threads/p/read", token: app.serverKey, json: "{}").status == 200)
+        try app.ingest([Events.message("r4", id: "r4", sender: "bob", parent: "p", at: now + 4, text: "r4")], client: client)
+        let jobs = try claim(app) { _ in false }
+        var digests: [String: [String]] = [:]
+        for job in jobs where job["kind"] as? String == "digest" {
+            let data = Self.data(job)
+            digests[job["recipient"] as? String ?? "", default: []] += data["messageIds"] as? [String] ?? []
+            #expect(data["count"] as? Int == (data["messageIds"] as? [String])?.count, "\(data)")
+        }
+        // alice's window opened with r2 (r1 was hers); bob's reply r4 read the thread for him, so
+        // the r2 his window held was read; r3 mentioned erin (pushed, not held), and the mention
+        // subscribed her with r3 and later unread (SPEC §6), so r2 is behind her read position
+        #expect(digests == ["alice": ["r3", "r4"], "carol": ["r3", "r4"], "dave": ["r4"], "erin": ["r4"]], "\(digests)")
+    }
+
     @Test("a large group (SPEC §8.3) holds and digests the same way")
     func largeGroup() throws {
         let members = (0..<12).map { "m\($0)" }

@@ -44,13 +44,16 @@ BEGIN
                 AND NOT coalesce('plan_cache_mode=force_custom_plan' = ANY (p.proconfig), false) LOOP
         EXECUTE format('ALTER FUNCTION %s SET plan_cache_mode TO force_custom_plan', f);
     END LOOP;
-    -- herald_member_at and herald_digest_held are called inside statements that Citus sends whole
+    -- herald_member_at and herald_digest_held (with herald_digest_held_windows, which it calls)
+    -- are called inside statements that Citus sends whole
     -- to the app's worker,
     -- and its own statements then run there too. Citus refuses such nesting unless allowed, since
     -- a function could read another worker's rows; this one reads only its p_app's rows, which
     -- are all on that worker.
     ALTER FUNCTION herald_member_at(text, text, text, bigint) SET citus.allow_nested_distributed_execution TO on;
     ALTER FUNCTION herald_digest_held(text, text, text, text, bigint, bigint, bigint, bigint, text)
+        SET citus.allow_nested_distributed_execution TO on;
+    ALTER FUNCTION herald_digest_held_windows(text, text[], text[], text[], bigint[], bigint[], bigint[], bigint[], text[])
         SET citus.allow_nested_distributed_execution TO on;
 
     FOREACH t IN ARRAY ARRAY['apps', 'app_keys', 'token_keys'] LOOP

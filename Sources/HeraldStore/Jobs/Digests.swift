@@ -115,64 +115,87 @@ package final class DigestCloser: Sendable {
         return try apps.reduce(0) { $0 + (try runOnce(app: $1)) }
     }
 
-    /// Closes up to `batch` windows of `app` that ended; returns how many.
+    /// Closes up to `batch` windows of `app` that ended; returns how many. Three statements
+    /// for the whole batch: the windows (locked), the replies each held (one pass over each
+    /// thread's replies, `herald_digest_held_windows`), and the routing inputs of the windows
+    /// whose digest is decided on.
     private func runOnce(app: String) throws -> Int {
         try database.withTransaction { connection in
-            let rows = try connection.query("""
+            let due = try connection.query("""
                 WITH due AS (
                     SELECT w.app, w.thread_id, w.uid, w.opened_at, w.ends_at, w.opened_by, w.max_age_ms
                       FROM digest_windows w
                      WHERE w.app = \(app) AND w.closed_at IS NULL AND w.ends_at <= herald_now_ms()
                      ORDER BY w.ends_at LIMIT \(Self.batch)
                        FOR UPDATE SKIP LOCKED
-                ), held AS (
-                    SELECT d.*, s.read_at, s.read_id, s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked, h.*
-                      FROM due d
-                      LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = d.uid AND s.thread_id = d.thread_id
-                     CROSS JOIN LATERAL (
-                           SELECT count(*)::int AS count,
-                                  (array_agg(x.id ORDER BY x.sent_at DESC, x.id COLLATE "C" DESC))[1:\(DigestJob.maxMessageIDs)] AS latest,
-                                  array_agg(x.sender ORDER BY x.sent_at DESC, x.id COLLATE "C" DESC) AS senders
-                             FROM herald_digest_held(d.app, d.thread_id, d.uid, d.opened_by, d.opened_at, d.ends_at, d.max_age_ms,
-                                                     s.read_at, s.read_id) x
-                            WHERE x.deleted_at IS NULL) h
                 )
-                SELECT h.app, h.thread_id, h.uid, h.opened_at, h.read_at, h.read_id, h.count,
-                       array_to_json(h.latest)::text AS latest, array_to_json(h.senders)::text AS senders,
-                       m.id AS message_id, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at, m.category, m.send_notification,
-                       m.conversation_id,
-                       \(Visibility.access("m", uid: "h.uid", app: app)) AS has_access,
-                       h.subscribed, h.since, h.manual_at, h.unsubscribed_at, h.tracked,
-                       \(Fanout.levelOf(uid: "h.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
-                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = h.uid) AS preferences,
-                       \(Fanout.mutedUntilOf(uid: "h.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
-                  FROM held h
-                  LEFT JOIN messages m ON m.app = \(app) AND m.id = h.latest[1]
+                SELECT d.thread_id, d.uid, d.opened_at, d.ends_at, d.opened_by, d.max_age_ms, s.read_at, s.read_id
+                  FROM due d
+                  LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = d.uid AND s.thread_id = d.thread_id
                 """)
-            guard !rows.isEmpty else { return 0 }
-            var settings: [String: AppSettings] = [:]
-            var closes: [Close] = []
+            guard !due.isEmpty else { return 0 }
+            var closes: [Close] = [], openers: [String] = [], ends: [Int64] = [], maxAges: [Int64] = []
+            for row in due {
+                closes.append(Close(app: app, thread: try row.decode("thread_id"), uid: try row.decode("uid"),
+                                    openedAt: try row.decode("opened_at"), outcome: Routing.Skip.read.rawValue,
+                                    readAt: try row.decode("read_at"), readID: try row.decode("read_id")))
+                openers.append(try row.decode("opened_by"))
+                ends.append(try row.decode("ends_at"))
+                maxAges.append(try row.decode("max_age_ms"))
+            }
+            // the replies each window held and were not deleted since: their count, the latest ids, the senders
+            var held: [Int: (count: Int, latest: String, senders: String)] = [:]
+            for row in try connection.query("""
+                SELECT h.window_no, count(*)::int AS count,
+                       array_to_json((array_agg(h.id ORDER BY h.sent_at DESC, h.id COLLATE "C" DESC))[1:\(DigestJob.maxMessageIDs)])::text AS latest,
+                       array_to_json(array_agg(h.sender ORDER BY h.sent_at DESC, h.id COLLATE "C" DESC))::text AS senders
+                  FROM herald_digest_held_windows(\(app), \(closes.map(\.thread))::text[], \(closes.map(\.uid))::text[], \(openers)::text[],
+                                                  \(closes.map(\.openedAt))::bigint[], \(ends)::bigint[], \(maxAges)::bigint[],
+                                                  \(closes.map(\.readAt))::bigint[], \(closes.map(\.readID))::text[]) h
+                 WHERE h.deleted_at IS NULL
+                 GROUP BY h.window_no
+                """) {
+                held[try row.decode("window_no", as: Int.self) - 1] = (try row.decode("count"), try row.decode("latest"), try row.decode("senders"))
+            }
+            // the routing inputs of the last held reply, for each window that held one
+            let deciding = closes.indices.filter { held[$0] != nil }
+            let latestOf = try deciding.map { try JobPayload.strings(held[$0]!.latest).first ?? "" }
+            var inputs: [Int: PostgresRow] = [:]
+            if !deciding.isEmpty {
+                for row in try connection.query("""
+                    SELECT x.n, m.id AS message_id, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at, m.category, m.send_notification,
+                           m.conversation_id,
+                           \(Visibility.access("m", uid: "x.uid", app: app)) AS has_access,
+                           s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
+                           \(Fanout.levelOf(uid: "x.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
+                           (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = x.uid) AS preferences,
+                           \(Fanout.mutedUntilOf(uid: "x.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
+                      FROM unnest(\(deciding.map { closes[$0].uid })::text[], \(deciding.map { closes[$0].thread })::text[], \(latestOf)::text[],
+                                  \(deciding)::int[]) AS x(uid, thread_id, message_id, n)
+                      JOIN messages m ON m.app = \(app) AND m.id = x.message_id
+                      LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = x.uid AND s.thread_id = x.thread_id
+                    """) {
+                    inputs[try row.decode("n", as: Int.self)] = row
+                }
+            }
+            var settings: AppSettings?
             var jobs: [DigestJob] = []
             let now = currentTimeMilliseconds()
-            for row in rows {
-                let app = try row.decode("app", as: String.self)
-                var close = Close(app: app, thread: try row.decode("thread_id"), uid: try row.decode("uid"),
-                                  openedAt: try row.decode("opened_at"), outcome: Routing.Skip.read.rawValue,
-                                  readAt: try row.decode("read_at"), readID: try row.decode("read_id"))
-                defer { closes.append(close) }
-                let count = try row.decode("count", as: Int.self)
-                guard count > 0, let messageID = try row.decode("message_id", as: String?.self) else { continue }
-                if settings[app] == nil { settings[app] = try PreferenceStore().settings(app: app, on: connection) }
-                let appSettings = settings[app]!
+            for index in closes.indices {
+                guard let (count, latestIDs, senderList) = held[index], count > 0, let row = inputs[index] else { continue }
+                let close = closes[index]
+                let messageID = try row.decode("message_id", as: String.self)
+                if settings == nil { settings = try PreferenceStore().settings(app: app, on: connection) }
+                let appSettings = settings!
                 let decision = try Self.decide(row, recipient: close.uid, thread: close.thread, settings: appSettings, now: now)
                 guard case .notified(let reason) = decision.outcome else {
-                    close.outcome = decision.code
+                    closes[index].outcome = decision.code
                     continue
                 }
-                close.outcome = "sent"
-                let latest = try JobPayload.strings(row.decode("latest"))
+                closes[index].outcome = "sent"
+                let latest = try JobPayload.strings(latestIDs)
                 var senders: [String] = []
-                for sender in try JobPayload.strings(row.decode("senders")) where !senders.contains(sender) {
+                for sender in try JobPayload.strings(senderList) where !senders.contains(sender) {
                     senders.append(sender)
                     if senders.count == DigestJob.maxSenders { break }
                 }
