@@ -111,4 +111,87 @@ struct InboxRefreshTests {
         #expect(daveAfter.rows == wantDave)
         #expect(daveAfter.totals == daveBefore.totals)
     }
+
+    @Test("a thread's rows are refreshed a slice at a time; it stays stale until a pass ends on the thread it began with")
+    func slices() throws {
+        let environment = try TestEnvironment.shared()
+        let client = environment.client
+        let app = try environment.makeApp(prefix: "refreshslice")
+        let members = (1...7).map { "u\($0)" }
+        #expect(try app.setMembers("g1", ["alice"] + members, client: client).status == 200)
+        let base = nowMilliseconds() - 3_600_000
+        try app.ingest([Events.message("p", id: "p", sender: "alice", at: base),
+                        Events.message("q", id: "q", sender: "alice", at: base + 1)], client: client)
+        for uid in members {
+            #expect(try client.send("PUT", "/v1/users/\(uid)/threads/p/subscription", token: app.serverKey).status == 200)
+            #expect(try client.send("PUT", "/v1/users/\(uid)/threads/q/subscription", token: app.serverKey).status == 200)
+        }
+        try app.ingest([Events.message("q1", id: "q1", sender: "alice", parent: "q", at: base + 10)], client: client)
+        try app.ingest([Events.message("p1", id: "p1", sender: "alice", parent: "p", at: base + 20)], client: client)
+        // Every refresher skips p while this session holds its lock; the slices below run here.
+        let holder = try environment.connection()
+        defer { holder.close() }
+        try holder.query("SELECT pg_advisory_lock(hashtextextended(\(app.id) || ':t:p', 0))")
+        func restale() throws {
+            try holder.query("""
+                UPDATE subscriptions s SET activity_at = t.parent_sent_at FROM threads t
+                 WHERE s.app = \(app.id) AND s.thread_id = 'p' AND t.app = s.app AND t.parent_id = 'p' AND s.uid <> 'alice'
+                """)
+            try holder.query("""
+                INSERT INTO stale_threads (app, thread_id) VALUES (\(app.id), 'p')
+                ON CONFLICT (app, thread_id) DO UPDATE SET refresh_after = NULL, refresh_version = NULL
+                """)
+        }
+        func slice() throws { try holder.query("SELECT herald_refresh_thread_rows(\(app.id), ARRAY['p'], 3)") }
+        func current() throws -> Int {
+            try holder.query("""
+                SELECT count(*) FROM subscriptions s JOIN threads t ON t.app = s.app AND t.parent_id = s.thread_id
+                 WHERE s.app = \(app.id) AND s.thread_id = 'p' AND s.activity_at = t.last_reply_at
+                """)[0].decode(0, as: Int.self)
+        }
+        func stale() throws -> Bool {
+            try holder.query("SELECT count(*) FROM stale_threads WHERE app = \(app.id) AND thread_id = 'p'")[0].decode(0, as: Int.self) == 1
+        }
+        // the inbox is exact whatever the pass has reached: p (the later reply) above q
+        func inboxes() throws {
+            for uid in members {
+                let rows = try client.get("/v1/users/\(uid)/threads?limit=1", token: app.serverKey).json["data"] as? [[String: Any]] ?? []
+                #expect(rows.first?["parentMessageId"] as? String == "p", "\(uid): \(rows)")
+            }
+        }
+
+        // 8 rows in uid order: alice (who replied: ingest keeps her row current), u1 … u7
+        try restale()
+        #expect(try current() == 1)
+        try inboxes()
+        try slice()
+        #expect(try current() == 3 && stale(), "one slice: alice, u1, u2; the thread still stale")
+        try inboxes()
+        try slice()
+        #expect(try current() == 6 && stale())
+        try slice()
+        #expect(try current() == 8 && !stale(), "the pass ended on the thread it began with")
+        try inboxes()
+
+        // a reply between two slices: the pass ends, and a new one begins
+        try restale()
+        try slice()
+        try holder.query("SELECT pg_advisory_unlock_all()")
+        try app.ingest([Events.message("p2", id: "p2", sender: "alice", parent: "p", at: base + 30)], client: client)
+        try holder.query("SELECT pg_advisory_lock(hashtextextended(\(app.id) || ':t:p', 0))")
+        try holder.query("""
+            UPDATE subscriptions s SET activity_at = t.parent_sent_at FROM threads t
+             WHERE s.app = \(app.id) AND s.thread_id = 'p' AND t.app = s.app AND t.parent_id = 'p' AND s.uid IN ('u1', 'u2', 'u3')
+            """)
+        try slice()
+        try slice()
+        #expect(try current() == 6 && stale(), "the thread changed during the pass (u1 and u2 were refreshed before p2): still stale")
+        try inboxes()
+        try slice()
+        try slice()
+        #expect(try current() == 8 && stale())
+        try slice()
+        #expect(try current() == 8 && !stale(), "a whole pass on the thread as it is now")
+        try inboxes()
+    }
 }

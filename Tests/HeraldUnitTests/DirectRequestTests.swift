@@ -139,7 +139,8 @@ struct DirectRequestTests {
         let request = try #require(DirectRequests.webPush(job: Self.job(), device: device,
                                                           credentials: .init(subject: "mailto:ops@example.com", key: vapid),
                                                           nowSeconds: 1_700_000_000, timeoutMs: 5000))
-        #expect(request.url == parsed.endpoint && request.contentType == "application/octet-stream" && !request.http2)
+        #expect(request.url == parsed.endpoint && request.contentType == "application/octet-stream" && request.http2,
+                "push services are asked for HTTP/2 (ALPN falls back), as APNs")
         for header in ["Content-Encoding: aes128gcm", "TTL: 86400", "Urgency: high", "Topic: " + Base64URL.encode(Array("m42".utf8))] {
             #expect(request.headers.contains(header), "\(header) in \(request.headers)")
         }

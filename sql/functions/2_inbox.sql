@@ -179,26 +179,72 @@ END
 $$;
 
 -- After threads changed (new replies, deletions, deleted threads): activity and visibility of
--- every subscriber's row. (Counts are derived when read: sql/0010_derived_unread.sql.)
-CREATE OR REPLACE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[]) RETURNS void
+-- their subscribers' rows, the next slice of at most p_limit rows of each thread (in uid order,
+-- after the pass's cursor), and the threads' passes moved on (sql/0033_stale_thread_passes.sql):
+-- a thread whose pass ended on the version it began with is no longer stale; one that changed
+-- meanwhile starts a new pass. Called under the threads' locks, as ingest takes them.
+-- (Counts are derived when read: sql/0010_derived_unread.sql.)
+DROP FUNCTION IF EXISTS herald_refresh_thread_rows(text, text[]);
+CREATE OR REPLACE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[], p_limit int) RETURNS void
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    going text[]; going_after text[]; going_version text[]; again text[]; done text[];
 BEGIN
-    UPDATE subscriptions s SET
-        conversation_id = t.conversation_id,
-        activity_at = coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0),
-        visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
-      FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) k
-      CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
-     WHERE s.app = p_app AND s.thread_id = k.thread_id
-       AND (s.conversation_id IS DISTINCT FROM t.conversation_id
-            OR s.activity_at IS DISTINCT FROM coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0)
-            OR NOT s.visible IS NOT DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END));
+    WITH k AS MATERIALIZED (
+        SELECT st.thread_id, st.refresh_after, st.refresh_version, t.xmin::text AS version
+          FROM stale_threads st
+          JOIN threads t ON t.app = p_app AND t.parent_id = st.thread_id
+         WHERE st.app = p_app AND st.thread_id = ANY (p_threads)
+    ), slice AS MATERIALIZED (
+        -- one row more than a slice: whether the pass goes on
+        SELECT k.thread_id, x.uid, x.n
+          FROM k CROSS JOIN LATERAL (
+               SELECT s.uid, row_number() OVER (ORDER BY s.uid) AS n
+                 FROM subscriptions s
+                WHERE s.app = p_app AND s.thread_id = k.thread_id AND s.uid > coalesce(k.refresh_after, '')
+                ORDER BY s.uid LIMIT p_limit + 1) x
+    ), refreshed AS (
+        UPDATE subscriptions s SET
+            conversation_id = t.conversation_id,
+            activity_at = coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0),
+            visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                      AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                               ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                               WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
+          FROM slice sl
+          CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = sl.thread_id OFFSET 0) t
+         WHERE sl.n <= p_limit AND s.app = p_app AND s.thread_id = sl.thread_id AND s.uid = sl.uid
+           AND (s.conversation_id IS DISTINCT FROM t.conversation_id
+                OR s.activity_at IS DISTINCT FROM coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0)
+                OR NOT s.visible IS NOT DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
+                      AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                               ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                               WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END))
+        RETURNING 1
+    ), progress AS (
+        SELECT k.*, p.more, p.last,
+               -- a pass that began with this slice, or ends on the version it began with
+               k.refresh_after IS NULL OR k.refresh_version = k.version AS unchanged
+          FROM k CROSS JOIN LATERAL (SELECT count(*) > p_limit AS more, max(sl.uid) FILTER (WHERE sl.n = p_limit) AS last
+                                       FROM slice sl WHERE sl.thread_id = k.thread_id) p
+    )
+    SELECT coalesce(array_agg(thread_id) FILTER (WHERE more), '{}'),
+           coalesce(array_agg(last) FILTER (WHERE more), '{}'),
+           coalesce(array_agg(CASE WHEN refresh_after IS NULL THEN version ELSE refresh_version END) FILTER (WHERE more), '{}'),
+           coalesce(array_agg(thread_id) FILTER (WHERE NOT more AND NOT unchanged), '{}'),
+           coalesce(array_agg(thread_id) FILTER (WHERE NOT more AND unchanged), '{}')
+      INTO going, going_after, going_version, again, done
+      FROM progress;
+    UPDATE stale_threads st SET refresh_after = x.after, refresh_version = x.version
+      FROM unnest(going, going_after, going_version) AS x(thread_id, after, version)
+     WHERE st.app = p_app AND st.thread_id = x.thread_id;
+    UPDATE stale_threads st SET refresh_after = NULL, refresh_version = NULL
+     WHERE st.app = p_app AND st.thread_id = ANY (again);
+    -- done, and the threads without a row (nothing to refresh)
+    DELETE FROM stale_threads st
+     WHERE st.app = p_app AND st.thread_id = ANY (p_threads)
+       AND (st.thread_id = ANY (done)
+            OR NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = p_app AND t.parent_id = st.thread_id));
 END
 $$;
 

@@ -10,23 +10,29 @@ import Synchronization
 /// A reply no longer rewrites every subscriber's row: ingest lists its thread in `stale_threads`,
 /// and the inbox reads such threads' rows with the thread's own activity until this loop has
 /// refreshed them. Each round takes the stale threads it can lock at once (the same thread and
-/// group locks as ingest, tried without waiting, so it never holds up a request), updates their
-/// subscribers' rows in one statement and clears them; a thread that got replies meanwhile is
-/// listed again by them. Replies that arrive between two rounds cost one row update per
-/// subscriber together, however many they are. Several instances share the work.
+/// group locks as ingest, tried without waiting), updates the next slice of each one's
+/// subscriber rows (`sliceRows`, in uid order) in one statement, and clears the threads whose
+/// pass is done; a thread that got replies during its pass starts another. The lock is held for
+/// one slice, so a reply to a thread of 100,000 subscribers waits tens of milliseconds at most,
+/// not the seconds the whole thread takes. Replies that arrive between two rounds cost one row
+/// update per subscriber together, however many they are. Several instances share the work.
 package final class InboxRefresher: Sendable {
     package let database: PostgresPool
     package let logger: Logger
     /// Least time between two rounds: more replies are coalesced into one update per row.
     package let spacingMilliseconds: Int
     package let batch: Int
+    /// Rows of one thread refreshed in one transaction (under the thread's lock, which replies to
+    /// the thread wait for): a thread with more subscribers is refreshed over several rounds.
+    package let sliceRows: Int
     private let loop = BackgroundLoop(label: "herald.inbox-refresh", qos: .utility)
 
-    package init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500) {
+    package init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500, sliceRows: Int = 1000) {
         self.database = database
         self.logger = logger
         self.spacingMilliseconds = spacingMilliseconds
         self.batch = batch
+        self.sliceRows = sliceRows
     }
 
     /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
@@ -82,8 +88,8 @@ package final class InboxRefresher: Sendable {
                        AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended(\(app) || ':g:' || x.group_id, 0)))
                     """).map { try $0.decode(0, as: String.self) }
                 guard !locked.isEmpty else { return 0 }
-                try connection.query("SELECT herald_refresh_thread_rows(\(app), \(locked))")
-                try connection.query("DELETE FROM stale_threads WHERE app = \(app) AND thread_id = ANY (\(locked)::text[])")
+                // the next slice of each thread's rows; a thread leaves stale_threads when its pass is done
+                try connection.query("SELECT herald_refresh_thread_rows(\(app), \(locked), \(sliceRows))")
                 return locked.count
             }
         }
