@@ -196,30 +196,28 @@ BEGIN
           JOIN threads t ON t.app = p_app AND t.parent_id = st.thread_id
          WHERE st.app = p_app AND st.thread_id = ANY (p_threads)
     ), slice AS MATERIALIZED (
-        -- one row more than a slice: whether the pass goes on
-        SELECT k.thread_id, x.uid, x.n
+        -- one row more than a slice: whether the pass goes on; with what the new values need
+        SELECT k.thread_id, x.*
           FROM k CROSS JOIN LATERAL (
-               SELECT s.uid, row_number() OVER (ORDER BY s.uid) AS n
+               SELECT s.uid, s.since, s.subscribed, s.source, row_number() OVER (ORDER BY s.uid) AS n
                  FROM subscriptions s
                 WHERE s.app = p_app AND s.thread_id = k.thread_id AND s.uid > coalesce(k.refresh_after, '')
                 ORDER BY s.uid LIMIT p_limit + 1) x
     ), refreshed AS (
-        UPDATE subscriptions s SET
-            conversation_id = t.conversation_id,
-            activity_at = coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0),
-            visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                      AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                               ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                               WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
+        UPDATE subscriptions s SET conversation_id = v.conversation_id, activity_at = v.activity_at, visible = v.visible
           FROM slice sl
           CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.parent_id = sl.thread_id OFFSET 0) t
+          -- the row's values as the thread has them now
+          CROSS JOIN LATERAL (
+              SELECT t.conversation_id,
+                     coalesce(t.last_reply_at, t.parent_sent_at, sl.since, 0) AS activity_at,
+                     sl.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR sl.source = 'manual')
+                     AND CASE WHEN t.group_id IS NULL THEN sl.uid IN (t.user_a, t.user_b)
+                              ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                                              WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = sl.uid), false) END
+                     AS visible) v
          WHERE sl.n <= p_limit AND s.app = p_app AND s.thread_id = sl.thread_id AND s.uid = sl.uid
-           AND (s.conversation_id IS DISTINCT FROM t.conversation_id
-                OR s.activity_at IS DISTINCT FROM coalesce(t.last_reply_at, t.parent_sent_at, s.since, 0)
-                OR NOT s.visible IS NOT DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                      AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                               ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
-                                               WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END))
+           AND (s.conversation_id, s.activity_at, s.visible) IS DISTINCT FROM (v.conversation_id, v.activity_at, v.visible)
         RETURNING 1
     ), progress AS (
         SELECT k.*, p.more, p.last,
