@@ -47,12 +47,8 @@ extension PrivateKey {
     public static func p256() -> (key: PrivateKey, point: [UInt8])? {
         guard let curve = P256.curve, let made = herald_keygen_like(curve.key) else { ERR_clear_error(); return nil }
         let key = PrivateKey(key: made)
-        // the curve is known: only the point is read
-        var out = [UInt8](repeating: 0, count: 65)
-        let length = out.withUnsafeMutableBufferPointer { herald_ec_public_point(made, $0.baseAddress, $0.count) }
-        ERR_clear_error()
-        guard length == 65, out[0] == 4 else { return nil }
-        return (key, out)
+        // made from the curve: only the point is read
+        return P256.point(of: made, knownCurve: true).map { (key, $0) }
     }
 
     /// The public point of a P-256 key, uncompressed (`04 || X || Y`, 65 bytes), as Web Push
@@ -97,12 +93,14 @@ enum P256 {
     static let curve: PrivateKey? = herald_ec_generate("P-256").map(PrivateKey.init(key:))
 
     /// A key's public point when it is a P-256 point (65 bytes, uncompressed), read as a key
-    /// parameter; nil for any other key.
-    static func point(of key: OpaquePointer) -> [UInt8]? {
+    /// parameter; nil for any other key. `knownCurve`: the key was made on P-256 here, so its
+    /// curve is not read again.
+    static func point(of key: OpaquePointer, knownCurve: Bool = false) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: 133)
         let length = out.withUnsafeMutableBufferPointer { herald_ec_public_point(key, $0.baseAddress, $0.count) }
         ERR_clear_error()
         guard length == 65, out[0] == 4 else { return nil }
+        if knownCurve { return Array(out.prefix(65)) }
         // a 65-byte uncompressed point is P-256's (P-384's has 97): check the curve once more
         var name = [CChar](repeating: 0, count: 32)
         var nameLength = 0

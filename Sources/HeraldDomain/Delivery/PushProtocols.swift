@@ -29,9 +29,12 @@ package enum WebPushEncryption {
     /// `salt` are fresh for each message; tests pass them to compare with a known answer.
     package static func encrypt(_ plaintext: [UInt8], for subscription: Subscription, ephemeral: PrivateKey? = nil,
                         salt: [UInt8]? = nil) -> [UInt8]? {
+        // a new key pair per message (RFC 8291 §2); tests pass a known one
+        let pair: (key: PrivateKey, point: [UInt8])? = if let ephemeral { ephemeral.p256PublicPoint.map { (ephemeral, $0) } }
+                                                       else { PrivateKey.p256() }
         guard subscription.authSecret.count == 16,
               let receiver = subscription.publicKey ?? PublicKey.p256(point: subscription.publicPoint),
-              let (sender, senderPoint) = ephemeral.map({ ($0, $0.p256PublicPoint) }) ?? PrivateKey.p256(), let senderPoint,
+              let (sender, senderPoint) = pair,
               let shared = sender.sharedSecret(with: receiver) else { return nil }
         let salt = salt ?? Secrets.randomBytes(16)
         guard salt.count == 16 else { return nil }
