@@ -22,6 +22,11 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `target_session_attrs=read-write` then finds the primary.
     private var mustReconnect = false
     private let overrides: [(keyword: String, value: String)]
+    /// Statements queued by `send`, not sent yet: they go with the next statement whose rows are
+    /// read, in one round trip.
+    private var queued: [(sql: String, parameters: [any PostgresEncodable])] = []
+    /// Inside `withTransaction`'s body: only there does `send` queue.
+    public internal(set) var inTransaction = false
 
     /// Opens a connection. `connectionString` is a libpq URL (`postgresql://…`) or a conninfo
     /// string (`host=… dbname=…`); `overrides` are libpq keywords that replace its values (the
@@ -50,6 +55,7 @@ public final class PostgresConnection: @unchecked Sendable {
         if let handle { PQfinish(handle) }
         handle = nil
         preparedNames.removeAll()
+        queued.removeAll()
     }
 
     /// (Re)connects. Defaults that the connection string does not set: a 5 s connect timeout, the
@@ -144,10 +150,44 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     /// Runs one statement as a prepared statement (prepared once per connection, then reused),
-    /// and returns its rows. Its interpolated values are its parameters (see `SQL`).
+    /// and returns its rows. Its interpolated values are its parameters (see `SQL`). Statements
+    /// queued by `send` go first, in the same round trip.
     @discardableResult
     public func query(_ statement: SQL) throws -> PostgresRows {
-        try query(statement.text, statement.parameters)
+        guard queued.isEmpty else { return try pipeline([statement])[0] }
+        return try query(statement.text, statement.parameters)
+    }
+
+    /// Queues a statement whose rows nobody reads (an insert, an update, a lock, a function that
+    /// returns nothing): it is sent with the next statement that is awaited (`query`,
+    /// `pipeline`, the transaction's `COMMIT`), all in one round trip (libpq's pipeline mode), and
+    /// runs before it, in order. An error it meets is thrown by that call, and the statements
+    /// after it in the round trip do not run. It queues only inside `withTransaction` (which
+    /// queues its `BEGIN`), where a later error rolls everything back anyway and a rollback drops
+    /// what is still queued; outside one it runs the statement at once.
+    public func send(_ statement: SQL) throws {
+        guard inTransaction else {
+            try query(statement)
+            return
+        }
+        queued.append((statement.text, statement.parameters))
+    }
+
+    /// Drops the statements `send` queued and did not send (the transaction is rolled back).
+    public func discardQueued() {
+        queued.removeAll()
+    }
+
+    /// Runs the queued statements, then `statements`, in one round trip (libpq's pipeline mode:
+    /// every statement is sent, then one sync, then the results are read in order), and returns
+    /// the rows of each of `statements`. The first error is thrown once every result is read;
+    /// statements after a failed one do not run.
+    public func pipeline(_ statements: [SQL]) throws -> [PostgresRows] {
+        let items = queued + statements.map { ($0.text, $0.parameters) }
+        queued.removeAll()
+        guard !items.isEmpty else { return [] }
+        let results = try runPipeline(items)
+        return Array(results.suffix(statements.count))
     }
 
     /// Runs one statement without preparing it: for statements run once.
@@ -175,6 +215,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     private func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> PostgresRows {
+        if !queued.isEmpty { _ = try pipeline([]) }
         let handle = try liveHandle(sql: sql)
         let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
@@ -185,11 +226,81 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs SQL text that may hold several statements and no parameters (migration files).
     /// Named unsafe: never build this text from input.
     public func execute(unsafeSQL sql: String) throws {
+        if !queued.isEmpty { _ = try pipeline([]) }
         let handle = try liveHandle(sql: sql)
         try check(PQexec(handle, sql), sql: String(sql.prefix(200)))
     }
 
     // MARK: - Internals
+
+    /// One round trip for `items`: each sent (prepared first when it is new to this connection),
+    /// one sync, then every result read in order.
+    private func runPipeline(_ items: [(sql: String, parameters: [any PostgresEncodable])]) throws -> [PostgresRows] {
+        let handle = try liveHandle(sql: items[0].sql)
+        guard PQenterPipelineMode(handle) == 1 else { throw connectionError(sql: items[0].sql) }
+        // What each result answers: a statement, or the preparation of a new name.
+        enum Answer { case statement(String), prepared(sql: String, name: String) }
+        var answers: [Answer] = []
+        var naming: [String: String] = [:]
+        for (sql, parameters) in items {
+            let sent: Int32
+            if prepareStatements {
+                let name: String
+                if let existing = preparedNames[sql] ?? naming[sql] {
+                    name = existing
+                } else {
+                    name = "s\(preparedNames.count + naming.count + 1)"
+                    guard PQsendPrepare(handle, name, sql, 0, nil) == 1 else { throw connectionError(sql: sql) }
+                    naming[sql] = name
+                    answers.append(.prepared(sql: sql, name: name))
+                }
+                sent = try withParameters(parameters, sql: sql) { count, values in
+                    PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
+                }
+            } else {
+                sent = try withParameters(parameters, sql: sql) { count, values in
+                    PQsendQueryParams(handle, sql, count, nil, values, nil, nil, 0)
+                }
+            }
+            guard sent == 1 else { throw connectionError(sql: sql) }
+            answers.append(.statement(sql))
+        }
+        guard PQpipelineSync(handle) == 1 else { throw connectionError(sql: items[0].sql) }
+        var rows: [PostgresRows] = []
+        var firstError: (any Error)?
+        for answer in answers {
+            let sql: String
+            switch answer {
+            case .statement(let text): sql = text
+            case .prepared(let text, _): sql = text
+            }
+            guard let result = PQgetResult(handle) else { throw connectionError(sql: sql) }
+            var answered: PostgresRows?
+            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+            } else {
+                do {
+                    answered = try check(result, sql: sql)
+                } catch let error as PostgresError where error.code == .connectionLost {
+                    throw error   // the handle is gone
+                } catch {
+                    if firstError == nil { firstError = error }
+                }
+            }
+            // each statement's results end with a null
+            while let extra = PQgetResult(handle) { PQclear(extra) }
+            switch answer {
+            case .statement: rows.append(answered ?? PostgresRows(columns: [], rows: [], affectedRows: 0))
+            case .prepared(let text, let name): if answered != nil { preparedNames[text] = name }
+            }
+        }
+        guard let sync = PQgetResult(handle) else { throw connectionError(sql: items[0].sql) }
+        let synced = PQresultStatus(sync) == PGRES_PIPELINE_SYNC
+        PQclear(sync)
+        guard synced, PQexitPipelineMode(handle) == 1 else { throw connectionError(sql: items[0].sql) }
+        if let firstError { throw firstError }
+        return rows
+    }
 
     private func liveHandle(sql: String) throws -> OpaquePointer {
         if let handle, PQstatus(handle) == CONNECTION_OK { return handle }

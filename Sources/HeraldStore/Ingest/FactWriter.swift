@@ -66,7 +66,8 @@ package struct FactWriter {
     }
 
     /// Stores the facts and recomputes what they touch; returns the count of jobs produced.
-    package func write(holding held: LockSet, jobsMayExist: Bool = false, on connection: PostgresConnection) throws -> Int {
+    package func write(holding held: LockSet, jobsMayExist: Bool = false, settings appSettings: BatchSettings,
+                       on connection: PostgresConnection) throws -> Int {
         var touchedThreads: Set<String> = []
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
@@ -149,7 +150,7 @@ package struct FactWriter {
         // a message inserted fresh has only its own, whose text the insert wrote).
         let textMessages = Set(edits.map(\.id)).union(filledPlaceholders)
         if !textMessages.isEmpty {
-            try connection.query("""
+            try connection.send("""
                 UPDATE messages m SET text = v.text
                   FROM (SELECT DISTINCT ON (message_id) message_id, text FROM message_versions
                          WHERE app = \(app) AND message_id = ANY (\(Array(textMessages))::text[]) AND text IS NOT NULL
@@ -171,7 +172,7 @@ package struct FactWriter {
             for move in rehome { touchedThreads.insert(move.to) }
         }
         if !memberships.isEmpty {
-            try connection.query("""
+            try connection.send("""
                 INSERT INTO member_events (app, group_id, uid, at, joined)
                 SELECT \(app), g, u, a, j FROM unnest(\(memberships.map(\.guid))::text[], \(memberships.map(\.uid))::text[], \(memberships.map(\.at))::bigint[], \(memberships.map(\.joined))::boolean[]) AS x(g, u, a, j)
                 ON CONFLICT DO NOTHING
@@ -202,7 +203,7 @@ package struct FactWriter {
         // Who was a member before this batch, for the member events that change it (SPEC §11.3).
         let membersBefore = try MemberActionJobs.state(app: app, of: memberships, on: connection)
         if !summaryGroups.isEmpty {
-            try connection.query("""
+            try connection.send("""
                 INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
                 SELECT \(app), gid, uid, max(j), max(r)
                   FROM unnest(\(summaryGroups)::text[], \(summaryUsers)::text[], \(summaryJoined)::bigint[], \(summaryRemoved)::bigint[]) AS x(gid, uid, j, r)
@@ -235,12 +236,12 @@ package struct FactWriter {
         for m in edits { recount.insert(m.threadID) }
         for m in created where m.parentID == nil { recount.insert(m.id) }
         for move in rehome { recount.insert(move.to) }
-        try connection.query("SELECT herald_apply(\(app), \(keyUsers), \(keyThreads), \(keyAt), \(Array(touchedThreads) + deletedGroupThreads), \(Array(touchedMessages)), \(evidenceGroups), \(evidenceUsers), \(newReplies), \(deletedReplies), \(Array(recount)))")
+        try connection.send("SELECT herald_apply(\(app), \(keyUsers), \(keyThreads), \(keyAt), \(Array(touchedThreads) + deletedGroupThreads), \(Array(touchedMessages)), \(evidenceGroups), \(evidenceUsers), \(newReplies), \(deletedReplies), \(Array(recount)))")
         // A deleted message's jobs that no worker has claimed are cancelled (a parent's: its
         // replies' too; a deleted group's: all its messages'), found by message through the
         // jobs' unique key.
         if !deletions.isEmpty {
-            try connection.query("""
+            try connection.send("""
                 WITH doomed AS (SELECT ARRAY(SELECT unnest(\(deletions.values.map(\.id))::text[])
                                              UNION SELECT m.id FROM messages m WHERE m.app = \(app) AND m.parent_id = ANY (\(deletions.values.map(\.id))::text[])) AS ids),
                 blocks AS (UPDATE job_blocks SET stop = claimed
@@ -249,14 +250,12 @@ package struct FactWriter {
                  WHERE app = \(app) AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
                 """)
         }
-        // The app's settings, read once for all the job producers below, by the first that needs them.
-        let appSettings = BatchSettings(app: app, on: connection)
         // Recipients who had already been pushed one of those messages get a retraction (SPEC §11.4).
         let retracted = try Retractions.make(app: app, deletions: deletions.compactMap { key, message in
             deletionEvents[key].map { Retractions.Deletion(event: $0, message: message) }
         }, appSettings: appSettings, on: connection)
         if !groupDeletions.isEmpty {
-            try connection.query("""
+            try connection.send("""
                 WITH doomed AS (SELECT ARRAY(SELECT m.id FROM messages m
                                               WHERE m.app = \(app) AND m.group_id = ANY (\(Array(groupDeletions.keys))::text[]) AND m.created_seen) AS ids),
                 blocks AS (UPDATE job_blocks SET stop = claimed
@@ -265,7 +264,7 @@ package struct FactWriter {
                  WHERE app = \(app) AND state = 'ready' AND message_id IN (SELECT unnest(ids) FROM doomed)
                 """)
             // and its member actions' (which name no message)
-            try connection.query("""
+            try connection.send("""
                 UPDATE job_rows j SET state = 'cancelled', updated_at = herald_now_ms()
                   FROM member_actions a
                  WHERE a.app = \(app) AND a.group_id = ANY (\(Array(groupDeletions.keys))::text[])
@@ -273,12 +272,10 @@ package struct FactWriter {
                    AND j.event_source = a.event_source AND j.event_id = a.event_id
                 """)
         }
-        // Jobs, after subscriptions and unread counts include this batch.
-        var produced = try retracted + Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
-            createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
-        }, appSettings: appSettings, on: connection)
         // Triggers of this batch that subscribe their users from a time before messages that were
-        // routed already: those messages are routed again for them (SPEC §4).
+        // routed already: those messages are routed again for them (SPEC §4). Found in the round
+        // trip of the routing query (neither reads what the other writes: the catch-up leaves out
+        // this batch's messages, whose jobs alone the routing writes).
         var triggers = rehomeTriggers
         for m in fresh {
             triggers.append((m.sender, m.threadID, m.sentAt))
@@ -286,7 +283,15 @@ package struct FactWriter {
             if let author = m.parentSender, m.parentID != nil { triggers.append((author, m.threadID, m.sentAt)) }
         }
         for m in edits { for uid in m.mentions ?? [] { triggers.append((uid, m.threadID, m.editedAt)) } }
-        produced += try Fanout(app: app).catchUp(triggers, excluding: fresh.map(\.id), appSettings: appSettings, on: connection)
+        let catchUp = Fanout(app: app).catchUpQuery(triggers, excluding: fresh.map(\.id))
+        // Jobs, after subscriptions and unread counts include this batch.
+        let routed = try Fanout(app: app, jobsMayExist: jobsMayExist).run(fresh.compactMap { message in
+            createdEvents[Array(message.id.utf8)].map { Fanout.Created(event: $0, message: message) }
+        }, appSettings: appSettings, alongside: catchUp.map { [$0] } ?? [], on: connection)
+        var produced = retracted + routed.produced
+        if catchUp != nil {
+            produced += try Fanout(app: app).catchUp(found: routed.found[0], appSettings: appSettings, on: connection)
+        }
         let freshEdits = zip(editEvents, edits).filter { _, edit in
             freshEditVersions.contains(Array(edit.id.utf8) + [0] + Array(String(edit.editedAt).utf8))
         }.map { (event: $0.0, edit: $0.1) }
@@ -350,7 +355,7 @@ package struct FactWriter {
         let filled = Set(placeholders)
         let replies = fresh.filter { $0.parentID != nil && filled.contains($0.id) }
         if !replies.isEmpty {
-            try connection.query("""
+            try connection.send("""
                 UPDATE mentions mn SET thread_id = x.parent
                   FROM unnest(\(replies.map(\.id))::text[], \(replies.map { $0.parentID! })::text[]) AS x(id, parent)
                  WHERE mn.app = \(app) AND mn.message_id = x.id AND mn.thread_id <> x.parent
@@ -366,7 +371,7 @@ package struct FactWriter {
     private func insertEdits(on connection: PostgresConnection) throws -> Set<[UInt8]> {
         let e = edits
         // An edit seen before its message.created leaves a placeholder row with what it knows.
-        try connection.query("""
+        try connection.send("""
             INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id)
             SELECT \(app), x.* FROM unnest(\(e.map(\.id))::text[], \(e.map(\.conversation.id))::text[], \(e.map(\.conversation.receiverType))::text[], \(e.map(\.conversation.groupID))::text[], \(e.map(\.conversation.userA))::text[], \(e.map(\.conversation.userB))::text[], \(e.map(\.sender))::text[],
                                        \(e.map(\.parentID))::text[]) AS x
@@ -402,7 +407,7 @@ package struct FactWriter {
 
     private func insertVersions(ids: [String], at: [Int64], mentions: [[String]], mentionsAll: [Bool], texts: [String?],
                                 conversations: [String], threads: [String], on connection: PostgresConnection) throws {
-        try connection.query("""
+        try connection.send("""
             INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
             SELECT \(app), x.id, x.at, ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)), x.mentions_all, x.text
               FROM unnest(\(ids)::text[], \(at)::bigint[], \(mentions.map(Self.jsonArray))::text[], \(mentionsAll)::boolean[], \(texts)::text[]) AS x(id, at, mentions, mentions_all, text)
@@ -423,7 +428,7 @@ package struct FactWriter {
     private func insertMentions(ids: [String], at: [Int64], uids: [String], conversations: [String], threads: [String],
                                 on connection: PostgresConnection) throws {
         guard !ids.isEmpty else { return }
-        try connection.query("""
+        try connection.send("""
             INSERT INTO mentions (app, message_id, at, uid, conversation_id, thread_id)
             SELECT \(app), x.* FROM unnest(\(ids)::text[], \(at)::bigint[], \(uids)::text[], \(conversations)::text[], \(threads)::text[]) AS x
             ON CONFLICT DO NOTHING

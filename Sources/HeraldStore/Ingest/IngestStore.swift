@@ -59,24 +59,30 @@ package struct IngestStore: Sendable {
                     guard !original.isEmpty else { return }
                     // Edits and deletions without parentId take their thread from what is stored, so
                     // that the first locks are usually the right ones.
-                    var held = lockSet(try resolveThreads(original, app: app, parents: false, on: connection).events.map(\.event))
+                    var held = lockSet(try resolveThreads(original, app: app, parents: false, on: connection).resolved.events.map(\.event))
                     held.formUnion(extra)
                     try held.lock(app: app, on: connection, genericPlans: true)
-                    // Under the locks: every message filed under its thread's root (a parent that is a
-                    // reply, a reply stored meanwhile); a thread learned only now is locked from the
-                    // start of another try, so that all locks are still taken in one order.
-                    let resolved = try resolveThreads(original, app: app, parents: true, on: connection)
-                    let working = resolved.events
-                    let learned = held.missing(from: lockSet(working.map(\.event)))
-                    if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
-                    let fresh = try connection.query("""
+                    // Under the locks, in one round trip with the locks: every message filed under its
+                    // thread's root (a parent that is a reply, a reply stored meanwhile), the events
+                    // recorded for dedupe (filing changes no event's source, id or type) and the app's
+                    // settings. A thread learned only now is locked from the start of another try, so
+                    // that all locks are still taken in one order (the events' rows go with this try).
+                    let (resolved, found) = try resolveThreads(original, app: app, parents: true, on: connection, alongside: [
+                        """
                         INSERT INTO events (app, source, id, type, traceparent)
-                        SELECT \(app), s, i, t, tp FROM unnest(\(working.map(\.event.source))::text[], \(working.map(\.event.id))::text[], \(working.map(\.event.type))::text[], \(working.map(\.event.traceparent))::text[]) AS x(s, i, t, tp)
+                        SELECT \(app), s, i, t, tp FROM unnest(\(original.map(\.event.source))::text[], \(original.map(\.event.id))::text[], \(original.map(\.event.type))::text[], \(original.map(\.event.traceparent))::text[]) AS x(s, i, t, tp)
                          -- in one order: two batches redelivering the same events wait, never deadlock
                          ORDER BY s COLLATE "C", i COLLATE "C"
                         ON CONFLICT DO NOTHING
                         RETURNING source, id
-                        """)
+                        """,
+                        PreferenceStore.settingsQuery(app: app),
+                    ])
+                    let working = resolved.events
+                    let learned = held.missing(from: lockSet(working.map(\.event)))
+                    if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
+                    let fresh = found[0]
+                    let settings = BatchSettings(app: app, on: connection, loaded: try PreferenceStore.settings(from: found[1]))
                     var isNew: Set<[UInt8]> = []
                     for row in fresh {
                         isNew.insert(Array(try row.decode("source", as: String.self).utf8) + [0] + Array(try row.decode("id", as: String.self).utf8))
@@ -95,7 +101,7 @@ package struct IngestStore: Sendable {
                         })
                         let rehome = resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }
                         let writer = FactWriter(app: app, events: accepted, rehome: rehome)
-                        jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, on: connection)
+                        jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, settings: settings, on: connection)
                     }
                 }
                 break
@@ -121,8 +127,11 @@ package struct IngestStore: Sendable {
     ///   replaced by that reply's root, with the root's author; and a reply of this batch under
     ///   whose id earlier messages or subscriptions were filed (they came before it, when it was
     ///   not known to be a reply) is returned in `rehome`, so that the writer moves them to its root.
+    /// `alongside`: statements run in the same round trip as the first look-up, after it; their
+    /// rows are returned in `found`, in order.
     package func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String, parents: Bool,
-                        on connection: PostgresConnection) throws -> (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming]) {
+                                on connection: PostgresConnection, alongside: [SQL] = [])
+        throws -> (resolved: (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming]), found: [PostgresRows]) {
         var lookup: [String] = []
         var hosts: [String] = []
         // the replies created in this batch: id → (parent, parent's author)
@@ -140,17 +149,18 @@ package struct IngestStore: Sendable {
                 lookup.append(message.id)
             }
         }
-        guard !lookup.isEmpty || !hosts.isEmpty else { return (candidates, []) }
+        guard !lookup.isEmpty || !hosts.isEmpty else { return ((candidates, []), alongside.isEmpty ? [] : try connection.pipeline(alongside)) }
         var stored: [[UInt8]: (parent: String, sender: String?)] = [:]
         var hosting: Set<[UInt8]> = []
-        for row in try connection.query("""
+        let answers = try connection.pipeline(["""
             SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(lookup)::text[]) AND parent_id IS NOT NULL
             UNION ALL
             -- a thread row under a reply's id: replies were counted there (and subscriptions, which
             -- need a thread row, may be filed there). Placeholders of replies not yet created
             -- (an edit or deletion first) make no thread row; their creation files them anew.
             SELECT t.parent_id, NULL, NULL FROM threads t WHERE t.app = \(app) AND t.parent_id = ANY (\(hosts)::text[])
-            """) {
+            """] + alongside)
+        for row in answers[0] {
             let id = Array(try row.decode("id", as: String.self).utf8)
             if let parent = try row.decode("parent_id", as: String?.self) {
                 stored[id] = (parent, try row.decode("parent_sender", as: String?.self))
@@ -198,7 +208,7 @@ package struct IngestStore: Sendable {
                   hosting.contains(Array(m.id.utf8)), seen.insert(Array(m.id.utf8)).inserted else { continue }
             rehome.append(Rehoming(from: m.id, to: parent, rootSender: m.parentSender))
         }
-        return (events, rehome)
+        return ((events, rehome), Array(answers.dropFirst()))
     }
 
     /// The locks a batch needs (see `LockSet`): each message's thread, each membership change's group.
@@ -239,7 +249,7 @@ package struct IngestStore: Sendable {
             return String(String.UnicodeScalarView(text.unicodeScalars.map { $0 == "\u{0}" ? "\u{FFFD}" : $0 }))
         }
         func storable(_ json: JSONValue) -> String { json.jsonText.replacing("\\u0000", with: "\\ufffd") }
-        try connection.query("""
+        try connection.send("""
             INSERT INTO rejected_events (app, source, id, type, error, event)
             SELECT \(app), s, i, t, e::jsonb, r::jsonb
               FROM unnest(\(rejected.map { storable($0.1) })::text[], \(rejected.map { storable($0.2) })::text[], \(rejected.map { storable($0.3) })::text[], \(rejected.map { storable($0.0.errorJSON) })::text[], \(rejected.map { storable($0.4) })::text[]) WITH ORDINALITY AS x(s, i, t, e, r, n)

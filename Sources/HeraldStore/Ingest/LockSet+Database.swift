@@ -17,7 +17,8 @@ extension LockSet {
             set_config('plan_cache_mode', CASE current_setting('plan_cache_mode') WHEN 'force_custom_plan' THEN 'force_custom_plan'
                                                                                    ELSE 'force_generic_plan' END, true),
             """ : ""
-        try connection.query("""
+        // Queued: the locks travel with the next statement, which runs once they are held.
+        try connection.send("""
             SELECT \(generic)
                    CASE WHEN s THEN pg_advisory_xact_lock_shared(h)::text ELSE pg_advisory_xact_lock(h)::text END
               FROM (SELECT hashtextextended(\(app) || ':' || k, 0) AS h, bool_and(s) AS s

@@ -11,8 +11,15 @@ extension Fanout {
     /// trigger is empty, and this costs one index probe per trigger.
     package func catchUp(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String], appSettings: BatchSettings,
                  on connection: PostgresConnection) throws -> Int {
-        guard !triggers.isEmpty else { return 0 }
-        let rows = try connection.query("""
+        guard let query = catchUpQuery(triggers, excluding: fresh) else { return 0 }
+        return try catchUp(found: connection.query(query), appSettings: appSettings, on: connection)
+    }
+
+    /// The statement that finds what `catchUp` routes again (nil: no trigger), for a caller that
+    /// sends it with others in one round trip and hands its rows to `catchUp(found:)`.
+    package func catchUpQuery(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String]) -> SQL? {
+        guard !triggers.isEmpty else { return nil }
+        return """
             WITH k AS (
                 SELECT uid, thread_id, min(at) AS at FROM unnest(\(triggers.map(\.uid))::text[], \(triggers.map(\.thread))::text[], \(triggers.map(\.at))::bigint[]) AS k(uid, thread_id, at)
                  GROUP BY uid, thread_id
@@ -61,7 +68,11 @@ extension Fanout {
                  ORDER BY j.message_id, j.recipient, j.block NULLS FIRST
             )
             SELECT c.*, h.ready_id, h.reason FROM c LEFT JOIN have h ON h.message_id = c.id AND h.recipient = c.uid
-            """)
+            """
+    }
+
+    /// Routes again what `catchUpQuery` found.
+    package func catchUp(found rows: PostgresRows, appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !rows.isEmpty else { return 0 }
         let settings = try appSettings.get()
         let now = currentTimeMilliseconds()

@@ -52,7 +52,7 @@ package struct DigestWindows {
     /// done again after a crash finds its own windows there and adds nothing).
     package func open(app: String, on connection: PostgresConnection) throws {
         guard !openings.isEmpty else { return }
-        try connection.query("""
+        try connection.send("""
             INSERT INTO digest_windows (app, thread_id, uid, opened_at, ends_at, opened_by, max_age_ms)
             SELECT \(app), x.thread, x.uid, x.at, x.ends_at, x.message, \(maxAgeMs)
               FROM unnest(\(openings.map(\.thread))::text[], \(openings.map(\.uid))::text[], \(openings.map(\.at))::bigint[], \(openings.map(\.endsAt))::bigint[], \(openings.map(\.message))::text[]) AS x(thread, uid, at, ends_at, message)

@@ -12,9 +12,10 @@ package final class BatchSettings {
     package let connection: PostgresConnection
     private var loaded: AppSettings?
 
-    package init(app: String, on connection: PostgresConnection) {
+    package init(app: String, on connection: PostgresConnection, loaded: AppSettings? = nil) {
         self.app = app
         self.connection = connection
+        self.loaded = loaded
     }
 
     package func get() throws -> AppSettings {
@@ -96,7 +97,7 @@ package enum EventJobs {
 
     package static func enqueue(app: String, _ tasks: [Task], on connection: PostgresConnection) throws {
         guard !tasks.isEmpty else { return }
-        try connection.query("""
+        try connection.send("""
             INSERT INTO fanout_tasks (app, event_source, event_id, event_type, message_id, subject_id)
             SELECT \(app), x.* FROM unnest(\(tasks.map(\.event.source))::text[], \(tasks.map(\.event.id))::text[], \(tasks.map(\.event.type))::text[], \(tasks.map(\.messageID))::text[], \(tasks.map(\.subjectID))::text[]) AS x
             ON CONFLICT (app, event_source, event_id) DO NOTHING

@@ -99,30 +99,40 @@ package struct Fanout {
 
     /// Jobs of newly created messages: in this transaction for groups up to the app's
     /// `largeGroupThreshold`; above it, a fan-out task for the background workers.
-    package func run(_ created: [Created], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
-        guard !created.isEmpty else { return 0 }
+    /// `alongside`: statements sent in the same round trip as the routing query, after it; their
+    /// rows are returned in `found`.
+    package func run(_ created: [Created], appSettings: BatchSettings, alongside: [SQL] = [],
+                     on connection: PostgresConnection) throws -> (produced: Int, found: [PostgresRows]) {
         let settings = try appSettings.get()
         // A replayed backlog changes state but wakes nobody: stale messages get no job and no task.
         let now = currentTimeMilliseconds()
         let created = created.filter { !settings.isStale(eventTime: $0.message.sentAt, now: now) }
-        guard !created.isEmpty else { return 0 }
-        let large = try EventJobs.largeGroups(app: app, created.compactMap(\.message.conversation.groupID),
-                                              threshold: settings.largeGroupThreshold, on: connection)
-        try EventJobs.enqueue(app: app, created.filter { $0.message.conversation.groupID.map(large.contains) ?? false }.map {
+        guard !created.isEmpty else { return (0, alongside.isEmpty ? [] : try connection.pipeline(alongside)) }
+        // The groups above the threshold are found by the routing query itself, which reads none
+        // of their members: their messages go to fan-out tasks.
+        let routed = try produce(created, settings: settings, after: nil, limit: nil, largeGroupThreshold: settings.largeGroupThreshold,
+                                 alongside: alongside, on: connection)
+        let large = Set(routed.large.map { Array($0.utf8) })
+        try EventJobs.enqueue(app: app, created.filter { large.contains(Array($0.message.id.utf8)) }.map {
             EventJobs.Task(event: $0.event, messageID: $0.message.id, subjectID: nil)
         }, on: connection)
-        return try produce(created.filter { !($0.message.conversation.groupID.map(large.contains) ?? false) },
-                        settings: settings, after: nil, limit: nil, on: connection).produced
+        return (routed.produced, routed.found)
     }
 
     /// Decides and inserts the jobs of `created` for their candidates — all of them, or for one
     /// message the next `limit` group members after the uid `after` (a fan-out chunk). Returns the
     /// last member uid looked at (nil when there was none) and the count of jobs inserted.
-    package func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?,
-                 on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
-        guard !created.isEmpty else { return (nil, 0) }
-        let rows = try connection.query("""
-            WITH m AS (
+    ///
+    /// With `largeGroupThreshold` (ingest), a message whose group has more members than that is
+    /// not routed: its id is returned in `large` (the caller makes it a fan-out task), and none of
+    /// the group's members is read. `alongside`: statements sent in the same round trip, after the
+    /// routing query; their rows are returned in `found`.
+    package func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?, largeGroupThreshold: Int? = nil,
+                         alongside: [SQL] = [], on connection: PostgresConnection)
+        throws -> (last: String?, produced: Int, large: [String], found: [PostgresRows]) {
+        guard !created.isEmpty else { return (nil, 0, [], alongside.isEmpty ? [] : try connection.pipeline(alongside)) }
+        let answers = try connection.pipeline(["""
+            WITH every AS (
                 -- each message with its set: the members of its group in its thread, or its peer
                 SELECT m.*, CASE WHEN m.group_id IS NULL THEN m.id ELSE m.group_id || chr(31) || coalesce(m.parent_id, m.id) END AS set_key
                   FROM unnest(\(created.map(\.message.id))::text[]) AS x(id)
@@ -134,6 +144,14 @@ package struct Fanout {
                                                         AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL)
                                       OFFSET 0) m
             ),
+            -- the groups with more members than the threshold (counted up to one past it)
+            large AS MATERIALIZED (
+                SELECT k.group_id FROM (SELECT DISTINCT e.group_id FROM every e WHERE e.group_id IS NOT NULL AND \(largeGroupThreshold)::int IS NOT NULL) k
+                 WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
+                                               WHERE gm.app = \(app) AND gm.group_id = k.group_id AND gm.joined_at > coalesce(gm.removed_at, -1)
+                                               LIMIT \(largeGroupThreshold) + 1) c) > \(largeGroupThreshold)
+            ),
+            m AS (SELECT * FROM every e WHERE e.group_id IS NULL OR e.group_id NOT IN (SELECT l.group_id FROM large l)),
             -- Herald's time of each message (SPEC §17's T): when its event was applied
             -- (each through its key: a join could scan the app's events)
             t AS MATERIALIZED (
@@ -216,8 +234,14 @@ package struct Fanout {
             UNION ALL
             SELECT 'n', NULL, m.id, NULL, mn.uid, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
               FROM m CROSS JOIN LATERAL (SELECT mn.uid FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at OFFSET 0) mn
-            """)
-        guard !rows.isEmpty else { return (nil, 0) }
+            UNION ALL
+            -- 'l' a message of a large group
+            SELECT 'l', NULL, e.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+              FROM every e WHERE e.group_id IN (SELECT l.group_id FROM large l)
+            """] + alongside)
+        let rows = answers[0], found = Array(answers.dropFirst())
+        guard !rows.isEmpty else { return (nil, 0, [], found) }
+        var large: [String] = []
         var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
         /// A member of a set, decoded once however many of the messages it hears.
         struct Member {
@@ -242,6 +266,8 @@ package struct Fanout {
                     mutedUntil: try row.decode("muted_until"), digestWindow: try row.decode("digest_window"), level: try Self.level(row)))
             case "x":
                 messages[try row.decode(2, as: String.self)] = (try row.decode(1), try row.decode(3))
+            case "l":
+                large.append(try row.decode(2, as: String.self))
             default:
                 mentioned[try row.decode(2, as: String.self), default: []].insert(try row.decode("uid", as: String.self))
             }
@@ -279,7 +305,7 @@ package struct Fanout {
         }
         let produced = try insert(jobs, on: connection)
         try windows.open(app: app, on: connection)
-        return (last, produced)
+        return (last, produced, large, found)
     }
 
     /// Writes jobs as blocks (`sql/0024_job_blocks.sql`): the recipients of one message's event,
@@ -338,7 +364,7 @@ package struct Fanout {
             }
             bounds.append(recipients.count)
         }
-        try connection.query("""
+        try connection.send("""
             INSERT INTO job_blocks (app, message_id, event_source, event_id, event_type, stop, recipients, reasons, privacy)
             SELECT \(app), b.message_id, b.source, b.event, b.type, b.stop,
                    (\(recipients)::text[])[b.last - b.stop + 1:b.last], (\(reasons)::smallint[])[b.last - b.stop + 1:b.last],

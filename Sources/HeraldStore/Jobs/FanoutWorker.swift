@@ -117,8 +117,9 @@ package final class FanoutWorker: Sendable {
                             try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = \(app) AND id = \(taskID)")
                             return true // deleted meanwhile: nothing to notify
                         }
-                        (last, count) = try Fanout(app: app, jobsMayExist: false).produce([Fanout.Created(event: event, message: message)], settings: settings,
-                                                                    after: after, limit: chunkSize, on: connection)
+                        let chunk = try Fanout(app: app, jobsMayExist: false).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                                                                                       after: after, limit: chunkSize, on: connection)
+                        (last, count) = (chunk.last, chunk.produced)
                     case .reaction:
                         // a reaction removed, or its message deleted, meanwhile yields no candidates: done
                         (last, count) = try ReactionJobs.produce(app: app, [(event, subjectID)], settings: settings, after: after,

@@ -10,12 +10,21 @@ package struct PreferenceStore: Sendable {
     /// `delivery.fcm.serviceAccountSet` are read from the secrets themselves, in the same
     /// statement (they are not stored with the settings).
     package func settings(app: String, on connection: PostgresConnection) throws -> AppSettings {
-        let rows = try connection.query("""
-            SELECT (SELECT settings::text FROM app_settings WHERE app = \(app)),
-                   EXISTS (SELECT 1 FROM delivery_secrets WHERE app = \(app) AND (expires_at IS NULL OR expires_at > herald_now_ms())),
-                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = \(app) AND kind = 'apns'),
-                   EXISTS (SELECT 1 FROM delivery_credentials WHERE app = \(app) AND kind = 'fcm')
-            """)
+        try Self.settings(from: connection.query(Self.settingsQuery(app: app)))
+    }
+
+    /// The statement that reads an app's settings (`settings(from:)` reads its row), for a caller
+    /// that sends it with others in one round trip.
+    package static func settingsQuery(app: String) -> SQL {
+        """
+        SELECT (SELECT settings::text FROM app_settings WHERE app = \(app)),
+               EXISTS (SELECT 1 FROM delivery_secrets WHERE app = \(app) AND (expires_at IS NULL OR expires_at > herald_now_ms())),
+               EXISTS (SELECT 1 FROM delivery_credentials WHERE app = \(app) AND kind = 'apns'),
+               EXISTS (SELECT 1 FROM delivery_credentials WHERE app = \(app) AND kind = 'fcm')
+        """
+    }
+
+    package static func settings(from rows: PostgresRows) throws -> AppSettings {
         var settings = AppSettings.defaults
         if let text = try rows[0].decode(0, as: String?.self), let json = try? JSONParser.parse(Array(text.utf8)) {
             settings = AppSettings(stored: json)
