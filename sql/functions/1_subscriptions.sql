@@ -87,9 +87,20 @@ $$;
 --   an explicit unsubscribe at U voids every trigger at or before U and every 'started' trigger;
 --   an explicit subscribe after U subscribes.
 --   subscribed = any trigger or explicit subscribe survives; since/reason = the earliest one.
-CREATE OR REPLACE FUNCTION herald_recompute_subscriptions(p_app text, p_uids text[], p_threads text[]) RETURNS void
+-- Returns the keys whose row it wrote or removed (a key it left as it was is not returned).
+DO $$
+BEGIN
+    -- it returned nothing before
+    IF EXISTS (SELECT 1 FROM pg_proc WHERE proname = 'herald_recompute_subscriptions' AND prorettype = 'void'::regtype) THEN
+        DROP FUNCTION herald_recompute_subscriptions(text, text[], text[]);
+    END IF;
+END
+$$;
+CREATE OR REPLACE FUNCTION herald_recompute_subscriptions(p_app text, p_uids text[], p_threads text[])
+    RETURNS TABLE (r_uid text, r_thread text)
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
 BEGIN
+    RETURN QUERY
     WITH keys AS MATERIALIZED (
         SELECT k.uid, k.thread_id, t.author, t.group_id, t.user_a, t.user_b, t.parent_seen, t.parent_sent_at,
                s.unsubscribed_at AS u, s.manual_at AS m
@@ -143,7 +154,9 @@ BEGIN
          WHERE s.app = p_app
            AND (s.uid, s.thread_id) IN (SELECT d.uid, d.thread_id FROM derived d
                                          WHERE d.first_at IS NULL AND d.m IS NULL AND d.u IS NULL)
-    )
+        RETURNING s.uid, s.thread_id
+    ),
+    written AS (
     INSERT INTO subscriptions AS s (app, uid, thread_id, subscribed, source, reason, since, unsubscribed_at, manual_at, updated_at)
     SELECT p_app, d.uid, d.thread_id,
            d.first_at IS NOT NULL OR d.m IS NOT NULL,
@@ -157,7 +170,12 @@ BEGIN
         subscribed = EXCLUDED.subscribed, source = EXCLUDED.source, reason = EXCLUDED.reason,
         since = EXCLUDED.since, updated_at = EXCLUDED.updated_at
     WHERE (s.subscribed, s.source, s.reason, s.since) IS DISTINCT FROM
-          (EXCLUDED.subscribed, EXCLUDED.source, EXCLUDED.reason, EXCLUDED.since);
+          (EXCLUDED.subscribed, EXCLUDED.source, EXCLUDED.reason, EXCLUDED.since)
+    RETURNING s.uid, s.thread_id
+    )
+    SELECT v.uid, v.thread_id FROM vanished v
+    UNION ALL
+    SELECT w.uid, w.thread_id FROM written w;
 END
 $$;
 

@@ -338,6 +338,8 @@ CREATE OR REPLACE FUNCTION herald_apply(p_app text, p_key_uids text[], p_key_thr
 DECLARE
     key_uids text[];
     key_threads text[];
+    maybe_uids text[];
+    maybe_threads text[];
     sender_uids text[];
     sender_threads text[];
     grown text[] := '{}';
@@ -354,7 +356,13 @@ BEGIN
             PERFORM herald_refresh_threads(p_app, recounted);
         END IF;
     END IF;
-    WITH raw AS (
+    WITH news AS MATERIALIZED (
+        -- the new replies' threads and senders, each through its key (OFFSET 0: a generic plan
+        -- otherwise took the thread's replies by time and filtered them, a scan of the thread)
+        SELECT r.parent_id, r.sender FROM unnest(p_new_replies) AS n(id)
+         CROSS JOIN LATERAL (SELECT r.parent_id, r.sender FROM messages r WHERE r.app = p_app AND r.id = n.id OFFSET 0) r
+    ),
+    raw AS (
         SELECT uid, thread_id, at FROM unnest(p_key_uids, p_key_threads, p_key_at) AS d(uid, thread_id, at)
         UNION ALL
         -- the parent's author, for the 'started' trigger: only while they have no row (a row, even
@@ -393,10 +401,14 @@ BEGIN
     classified AS (
         SELECT k.uid, k.thread_id,
                CASE WHEN k.at IS NULL OR k.thread_id <> ALL (grown) OR k.thread_id = ANY (p_recount) THEN 'full'
-                    WHEN NOT coalesce(s.subscribed AND s.since < k.at, false) THEN 'full'
+                    -- a trigger that may change the subscription; when it changes nothing (a mention
+                    -- of someone who was not a member then, or subscribed since earlier), a user who
+                    -- sent none of the new replies is counted with the other subscribers
+                    WHEN NOT coalesce(s.subscribed AND s.since < k.at, false) THEN
+                        CASE WHEN NOT EXISTS (SELECT 1 FROM news r WHERE r.parent_id = k.thread_id AND r.sender = k.uid)
+                             THEN 'maybe' ELSE 'full' END
                     -- not a sender of a new reply of the thread: counted with the other subscribers
-                    WHEN NOT EXISTS (SELECT 1 FROM messages r WHERE r.app = p_app AND r.id = ANY (p_new_replies)
-                                                               AND r.parent_id = k.thread_id AND r.sender = k.uid) THEN 'mentioned'
+                    WHEN NOT EXISTS (SELECT 1 FROM news r WHERE r.parent_id = k.thread_id AND r.sender = k.uid) THEN 'mentioned'
                     -- the sender of the thread's newest reply, read past any mark and past their own
                     -- replies (a deleted later one still is their read position, as in the refresh)
                     WHEN t.last_reply_sender = k.uid AND t.last_reply_id = ANY (p_new_replies)
@@ -414,12 +426,22 @@ BEGIN
     )
     SELECT coalesce(array_agg(uid) FILTER (WHERE path = 'full'), '{}'),
            coalesce(array_agg(thread_id) FILTER (WHERE path = 'full'), '{}'),
+           coalesce(array_agg(uid) FILTER (WHERE path = 'maybe'), '{}'),
+           coalesce(array_agg(thread_id) FILTER (WHERE path = 'maybe'), '{}'),
            coalesce(array_agg(uid) FILTER (WHERE path = 'sender'), '{}'),
            coalesce(array_agg(thread_id) FILTER (WHERE path = 'sender'), '{}')
-      INTO key_uids, key_threads, sender_uids, sender_threads
+      INTO key_uids, key_threads, maybe_uids, maybe_threads, sender_uids, sender_threads
       FROM classified;
-    IF cardinality(key_uids) > 0 THEN
-        PERFORM herald_recompute_subscriptions(p_app, key_uids, key_threads);
+    IF cardinality(key_uids) + cardinality(maybe_uids) > 0 THEN
+        -- the 'maybe' keys whose subscription this changed are recomputed in full like the others
+        -- (a filter on the aggregate, not a join: a join with no 'maybe' key would not call it)
+        SELECT key_uids || coalesce(array_agg(c.r_uid) FILTER (WHERE c.changed_maybe), '{}'),
+               key_threads || coalesce(array_agg(c.r_thread) FILTER (WHERE c.changed_maybe), '{}')
+          INTO key_uids, key_threads
+          FROM (SELECT r.r_uid, r.r_thread,
+                       EXISTS (SELECT 1 FROM unnest(maybe_uids, maybe_threads) AS m(uid, thread_id)
+                                WHERE m.uid = r.r_uid AND m.thread_id = r.r_thread) AS changed_maybe
+                  FROM herald_recompute_subscriptions(p_app, key_uids || maybe_uids, key_threads || maybe_threads) r) c;
     END IF;
     IF cardinality(p_new_replies) > 0 THEN
         -- the keys recomputed in full, and the senders written below, are not counted twice
