@@ -55,7 +55,8 @@ package final class IngestCombiner: Sendable {
 
     /// Applies `items` for `app`, possibly together with other requests; returns this request's outcomes.
     package func apply(_ items: [EventParser.Item], app: String) throws -> Result {
-        let lane = lanes[Self.lane(of: items, app: app, count: lanes.count)]
+        let laneIndex = Self.lane(of: items, app: app, count: lanes.count)
+        let lane = lanes[laneIndex]
         let me = Pending(app: app, items: items)
         let leads = lane.withLock { lane -> Bool in
             lane.queue.append(me)
@@ -85,7 +86,7 @@ package final class IngestCombiner: Sendable {
                 lane.queue = rest
                 return taken
             }
-            run(round)
+            run(round, lane: laneIndex)
             for pending in round where pending !== me { pending.signal.signal() }
         }
         // Hand the lane to the first request still waiting, or free it.
@@ -98,11 +99,12 @@ package final class IngestCombiner: Sendable {
         return try me.result!.get()
     }
 
-    private func run(_ round: [Pending]) {
+    private func run(_ round: [Pending], lane: Int) {
         guard let app = round.first?.app else { return }
         do {
             let all = round.flatMap(\.items)
-            let (outcomes, jobs) = try database.withConnection { connection in
+            // the lane's last connection: its statements are prepared and planned there already
+            let (outcomes, jobs) = try database.withConnection(affinity: lane) { connection in
                 try IngestStore().apply(all, app: app, on: connection)
             }
             var offset = 0

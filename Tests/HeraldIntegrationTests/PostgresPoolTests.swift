@@ -1,0 +1,35 @@
+import Postgres
+@testable import HeraldTestSupport
+import Testing
+
+/// `PostgresPool.withConnection(affinity:)`: a caller that runs the same statements again gets the
+/// connection it used last (where they are prepared and planned), not the pool's most recent.
+@Suite("Postgres pool affinity", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
+struct PostgresPoolTests {
+    @Test("an affinity key gets its last connection back while it is idle; the others are handed out as before")
+    func affinity() throws {
+        let url = try TestEnvironment.configuration().databaseURL!
+        let pool = PostgresPool(configuration: .init(connectionString: url, size: 3))
+        func backend(_ connection: PostgresConnection) throws -> Int {
+            try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+        }
+        // three connections open; the affinity key's is released first, so it ends deepest in the
+        // idle list, under the two that a plain caller gets first
+        var keyed = 0, plain = 0
+        try pool.withConnection { outer in
+            plain = try backend(outer)
+            try pool.withConnection { _ in
+                try pool.withConnection(affinity: 7) { keyed = try backend($0) }
+            }
+        }
+        #expect(keyed != plain)
+        #expect(try pool.withConnection { try backend($0) } == plain)
+        #expect(try pool.withConnection(affinity: 7) { try backend($0) } == keyed)
+        // while the key's connection is busy, the key takes another one
+        try pool.withConnection(affinity: 7) { first in
+            let busy = try backend(first)
+            #expect(try pool.withConnection(affinity: 7) { try backend($0) } != busy)
+        }
+        pool.close()
+    }
+}
