@@ -5,6 +5,14 @@
 -- longer than running them). The statements reach rows through their keys with LATERAL …
 -- OFFSET 0 and ctid, so a generic plan is the right plan whatever the statistics.
 
+-- Is a user a member of the group now (SPEC §1)? Their latest join is later than their latest
+-- removal (group_members keeps both; a tie is a removal). The one definition of "member now":
+-- every statement calls it, those in Swift and those in these files. LANGUAGE sql and IMMUTABLE,
+-- so the planner inlines it: a condition on it is the comparison itself, which indexes and
+-- plans see as before.
+CREATE OR REPLACE FUNCTION herald_member_now(p_joined_at bigint, p_removed_at bigint) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT p_joined_at > coalesce(p_removed_at, -1) $$;
+
 -- Was uid a member of the group at time t? The latest evidence at or before t decides; a join
 -- and a removal at the same time: the removal wins. (Created by sql/0002 as a LANGUAGE sql
 -- function; defined here since issue 39. PL/pgSQL: a LANGUAGE sql function with these subqueries

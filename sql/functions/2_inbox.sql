@@ -21,7 +21,7 @@ BEGIN
         SELECT s.tid AS row, s.uid, s.thread_id, s.subscribed, s.source, s.reason, s.since, s.mark_at, s.mark_id,
                t.conversation_id, t.deleted_at, t.reply_count, t.last_reply_at, t.parent_sent_at,
                CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                    ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                    ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                     WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END AS access
           FROM (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id)) k
           CROSS JOIN LATERAL (SELECT s.ctid AS tid, * FROM subscriptions s
@@ -166,14 +166,14 @@ BEGIN
         conversation_id = t.conversation_id,
         visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
                   AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                           ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                            WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
       FROM k t
      WHERE s.app = p_app AND s.thread_id = t.parent_id
        AND (s.conversation_id IS DISTINCT FROM t.conversation_id
             OR s.visible IS DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
                   AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                           ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                           ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                            WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END));
 END
 $$;
@@ -213,7 +213,7 @@ BEGIN
                      coalesce(t.last_reply_at, t.parent_sent_at, sl.since, 0) AS activity_at,
                      sl.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR sl.source = 'manual')
                      AND CASE WHEN t.group_id IS NULL THEN sl.uid IN (t.user_a, t.user_b)
-                              ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                              ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                               WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = sl.uid), false) END
                      AS visible) v
          WHERE sl.n <= p_limit AND s.app = p_app AND s.thread_id = sl.thread_id AND s.uid = sl.uid
@@ -252,7 +252,7 @@ CREATE OR REPLACE FUNCTION herald_refresh_access(p_app text, p_groups text[], p_
 BEGIN
     UPDATE subscriptions s SET
         visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                  AND coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                  AND coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                  WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false)
       FROM (SELECT DISTINCT g, u FROM unnest(p_groups, p_uids) AS x(g, u)) k
       CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.group_id = k.g OFFSET 0) t

@@ -114,10 +114,10 @@ package struct FactWriter {
                 for row in try connection.query("""
                     SELECT DISTINCT x.g, x.u FROM unnest(\(senders.map { $0.conversation.groupID! })::text[], \(senders.map(\.sender))::text[], \(senders.map(\.sentAt))::bigint[]) AS x(g, u, t)
                       LEFT JOIN group_members gm ON gm.app = \(app) AND gm.group_id = x.g AND gm.uid = x.u
-                     WHERE NOT coalesce(gm.joined_at <= x.t AND (gm.removed_at IS NULL OR gm.removed_at < gm.joined_at), false)
+                     WHERE NOT coalesce(gm.joined_at <= x.t AND herald_member_now(gm.joined_at, gm.removed_at), false)
                        -- a member now whose known membership starts later: the message only moves
                        -- that start back, which matters to mentions of them in between alone
-                       AND (NOT coalesce(gm.joined_at > coalesce(gm.removed_at, -1), false)
+                       AND (NOT coalesce(herald_member_now(gm.joined_at, gm.removed_at), false)
                             OR EXISTS (SELECT 1 FROM mentions mn
                                         WHERE mn.app = \(app) AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
                                           AND mn.at >= x.t AND mn.at < gm.joined_at))

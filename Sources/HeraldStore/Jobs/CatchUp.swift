@@ -53,7 +53,7 @@ extension Fanout {
                                     WHERE ft.app = \(app) AND ft.event_source = m.event_source AND ft.event_id = m.event_id)
                    AND EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.parent_id = k.thread_id AND t.deleted_at IS NULL)
                    AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
-                            ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                            ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                             WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = k.uid), false) END
             ),
             -- the jobs the messages already have (a notification of the message, not a reaction's

@@ -80,7 +80,7 @@ package enum EventJobs {
         for row in try connection.query("""
             SELECT x.g FROM unnest(\(Array(Set(groups)))::text[]) AS x(g)
              WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                           WHERE gm.app = \(app) AND gm.group_id = x.g AND gm.joined_at > coalesce(gm.removed_at, -1)
+                                           WHERE gm.app = \(app) AND gm.group_id = x.g AND herald_member_now(gm.joined_at, gm.removed_at)
                                            LIMIT \(threshold) + 1) c) > \(threshold)
             """) {
             large.insert(try row.decode("g", as: String.self))

@@ -62,7 +62,7 @@ package struct Fanout {
                                   WHERE v.app = \(app) AND v.message_id = x.id AND v.at < x.at AND v.mentions IS NOT NULL
                                   ORDER BY v.at DESC LIMIT 1), false)
                AND CASE WHEN m.group_id IS NULL THEN mn.uid IN (m.user_a, m.user_b)
-                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                        ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                         WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = mn.uid), false) END
             """)
         var jobs: [JobRow] = []
@@ -148,7 +148,7 @@ package struct Fanout {
             large AS MATERIALIZED (
                 SELECT k.group_id FROM (SELECT DISTINCT e.group_id FROM every e WHERE e.group_id IS NOT NULL AND \(largeGroupThreshold)::int IS NOT NULL) k
                  WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                               WHERE gm.app = \(app) AND gm.group_id = k.group_id AND gm.joined_at > coalesce(gm.removed_at, -1)
+                                               WHERE gm.app = \(app) AND gm.group_id = k.group_id AND herald_member_now(gm.joined_at, gm.removed_at)
                                                LIMIT \(largeGroupThreshold) + 1) c) > \(largeGroupThreshold)
             ),
             m AS (SELECT * FROM every e WHERE e.group_id IS NULL OR e.group_id NOT IN (SELECT l.group_id FROM large l)),
@@ -197,7 +197,7 @@ package struct Fanout {
                            array_agg((SELECT wn.map ->> (k.thread_id || chr(31) || g.uid) FROM windows wn)) AS digest_window,
                            array_agg((SELECT lv.map ->> (k.conversation_id || chr(31) || g.uid) FROM levels lv)) AS level
                       FROM (SELECT g.uid FROM group_members g
-                             WHERE \(Fanout.groupWalk("g", group: "k.group_id", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
+                             WHERE \(Fanout.groupWalk("g", group: "k.group_id", after: "\(after)", app: "\(app)")) AND herald_member_now(g.joined_at, g.removed_at)
                              ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g
                       LEFT JOIN LATERAL (SELECT * FROM subscriptions s
                                           WHERE s.app = \(app) AND s.uid = g.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true

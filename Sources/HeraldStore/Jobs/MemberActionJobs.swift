@@ -118,7 +118,7 @@ package enum MemberActionJobs {
                        AND mu.conversation_id = a.group_id) AS muted_until
               FROM a CROSS JOIN LATERAL (
                     SELECT g.uid FROM group_members g
-                     WHERE \(Fanout.groupWalk("g", group: "a.group_id", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
+                     WHERE \(Fanout.groupWalk("g", group: "a.group_id", after: "\(after)", app: "\(app)")) AND herald_member_now(g.joined_at, g.removed_at)
                        AND g.uid <> a.uid AND g.uid IS DISTINCT FROM a.actor
                        AND (a.everyone OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid))
                      ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g

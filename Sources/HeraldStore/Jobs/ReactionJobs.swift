@@ -158,7 +158,7 @@ package enum ReactionJobs {
                 SELECT r.n, g.uid, g.joined_at, r.author, r.parent_id, r.group_id, r.reactor, r.added_at, r.message_id
                   FROM r CROSS JOIN LATERAL (
                         SELECT g.uid, g.joined_at FROM group_members g
-                         WHERE \(Fanout.groupWalk("g", group: "r.group_id", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
+                         WHERE \(Fanout.groupWalk("g", group: "r.group_id", after: "\(after)", app: "\(app)")) AND herald_member_now(g.joined_at, g.removed_at)
                            AND g.uid <> r.reactor
                            AND (\(defaults.group.reactions == .allMessages)::boolean OR g.uid = r.author
                                 OR EXISTS (SELECT 1 FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid))

@@ -18,7 +18,7 @@ package enum MembershipStore {
                 listed AS (SELECT DISTINCT unnest(\(members)::text[]) AS uid),
                 current AS (SELECT uid FROM group_members
                              WHERE app = \(app) AND group_id = \(group) AND joined_at IS NOT NULL
-                               AND joined_at > coalesce(removed_at, -1)),
+                               AND herald_member_now(joined_at, removed_at)),
                 changes AS (
                     SELECT l.uid, true AS joined FROM listed l WHERE l.uid NOT IN (SELECT uid FROM current)
                     UNION ALL
@@ -68,7 +68,7 @@ package enum MembershipStore {
                                 on connection: PostgresConnection) throws -> PostgresRows {
         try connection.query("""
             SELECT uid, jsonb_build_object('uid', uid, 'since', joined_at)::text FROM group_members
-             WHERE app = \(app) AND group_id = \(group) AND joined_at IS NOT NULL AND joined_at > coalesce(removed_at, -1)
+             WHERE app = \(app) AND group_id = \(group) AND joined_at IS NOT NULL AND herald_member_now(joined_at, removed_at)
                AND (\(after)::text IS NULL OR uid > \(after))
              ORDER BY uid LIMIT \(limit)
             """)

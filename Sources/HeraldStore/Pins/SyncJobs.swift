@@ -88,7 +88,7 @@ package enum SyncJobs {
         for row in try connection.query("""
             SELECT x.n, g.uid FROM unnest(\(items.map(\.group))::text[]) WITH ORDINALITY AS x(g, n)
              CROSS JOIN LATERAL (SELECT g.uid FROM group_members g
-                                  WHERE \(Fanout.groupWalk("g", group: "x.g", after: "\(after)", app: "\(app)")) AND g.joined_at > coalesce(g.removed_at, -1)
+                                  WHERE \(Fanout.groupWalk("g", group: "x.g", after: "\(after)", app: "\(app)")) AND herald_member_now(g.joined_at, g.removed_at)
                                   ORDER BY g.uid COLLATE "C" LIMIT \(limit)) g
             """) {
             let uid = try row.decode("uid", as: String.self)

@@ -11,7 +11,7 @@ package enum ExplainInputs {
             SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
                    m.category, m.send_notification, m.mentions_all, m.quoted_sender,
                    CASE WHEN m.group_id IS NULL THEN \(uid) IN (m.user_a, m.user_b)
-                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                        ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                         WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = \(uid)), false) END AS has_access,
                    s.subscribed,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = \(uid)) AS mentioned,
@@ -37,7 +37,7 @@ package enum ExplainInputs {
         try connection.query("""
             SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.category, m.send_notification, v.at AS edited_at,
                    CASE WHEN m.group_id IS NULL THEN \(uid) IN (m.user_a, m.user_b)
-                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1) FROM group_members g
+                        ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                         WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = \(uid)), false) END AS has_access,
                    -- newly mentioned: in this version's mentions, not in those in force just before it
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = v.at AND mn.uid = \(uid))
@@ -72,7 +72,7 @@ package enum ExplainInputs {
                                    AND t.parent_id = coalesce(m.parent_id, r.parent_id, r.message_id))
                      OR EXISTS (SELECT 1 FROM deleted_groups d WHERE d.app = \(app) AND d.group_id = r.group_id) AS deleted,
                    CASE WHEN r.group_id IS NULL THEN \(uid) IN (r.user_a, r.user_b)
-                        ELSE coalesce((SELECT g.joined_at > coalesce(g.removed_at, -1)
+                        ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at)
                                               AND (r.added_at >= g.joined_at OR herald_member_at(\(app), r.group_id, \(uid), r.added_at))
                                          FROM group_members g WHERE g.app = \(app) AND g.group_id = r.group_id AND g.uid = \(uid)), false) END AS has_access,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at,

@@ -69,7 +69,7 @@ package struct SubscriptionStore: Sendable {
             SELECT CASE WHEN t.group_id IS NULL THEN \(uid) IN (t.user_a, t.user_b)
                         ELSE EXISTS (SELECT 1 FROM group_members g
                                       WHERE g.app = \(app) AND g.group_id = t.group_id AND g.uid = \(uid)
-                                        AND g.joined_at IS NOT NULL AND g.joined_at > coalesce(g.removed_at, -1)) END
+                                        AND g.joined_at IS NOT NULL AND herald_member_now(g.joined_at, g.removed_at)) END
               FROM threads t WHERE t.app = \(app) AND t.parent_id = \(thread)
             """)
         return try rows.first?.decode(0, as: Bool.self) ?? false
@@ -150,7 +150,7 @@ package struct SubscriptionStore: Sendable {
             SELECT q.id,
                    coalesce(s.subscribed AND t.deleted_at IS NULL AND m.deleted_at IS NULL
                             AND CASE WHEN t.group_id IS NULL THEN \(uid) IN (t.user_a, t.user_b)
-                                     ELSE coalesce(g.joined_at > coalesce(g.removed_at, -1), false) END, false)
+                                     ELSE coalesce(herald_member_now(g.joined_at, g.removed_at), false) END, false)
               FROM unnest(\(messageIDs)::text[]) AS q(id)
               LEFT JOIN messages m ON m.app = \(app) AND m.id = q.id AND m.created_seen
               LEFT JOIN threads t ON t.app = \(app) AND t.parent_id = coalesce(m.parent_id, q.id)

@@ -19,7 +19,7 @@ package enum Visibility {
         """
         CASE WHEN \(c).group_id IS NULL THEN \(uid) IN (\(c).user_a, \(c).user_b)
              ELSE EXISTS (SELECT 1 FROM group_members g WHERE g.app = \(app) AND g.group_id = \(c).group_id AND g.uid = \(uid)
-                             AND g.joined_at > coalesce(g.removed_at, -1)) END
+                             AND herald_member_now(g.joined_at, g.removed_at)) END
         """
     }
 }
