@@ -25,20 +25,14 @@ package final class InboxRefresher: Sendable {
     /// Rows of one thread refreshed in one transaction (under the thread's lock, which replies to
     /// the thread wait for): a thread with more subscribers is refreshed over several rounds.
     package let sliceRows: Int
-    /// Threads refreshed in one transaction: their locks are held until it commits, and a reply
-    /// to any of them waits. One transaction for the whole batch (500 threads) held 500 thread
-    /// locks for 50–190 ms (W2: p99 0.9 s, 94–343 events/s).
-    package let threadsPerTransaction: Int
     private let loop = BackgroundLoop(label: "herald.inbox-refresh", qos: .utility)
 
-    package init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500, sliceRows: Int = 1000,
-                 threadsPerTransaction: Int = 8) {
+    package init(database: PostgresPool, logger: Logger, spacingMilliseconds: Int = 1000, batch: Int = 500, sliceRows: Int = 1000) {
         self.database = database
         self.logger = logger
         self.spacingMilliseconds = spacingMilliseconds
         self.batch = batch
         self.sliceRows = sliceRows
-        self.threadsPerTransaction = max(1, threadsPerTransaction)
     }
 
     /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
@@ -84,27 +78,21 @@ package final class InboxRefresher: Sendable {
             byApp[try row.decode("app", as: String.self), default: []].append((try row.decode("thread_id"), try row.decode("group_id")))
         }
         var refreshed = 0
-        for (app, all) in byApp {
-            for start in stride(from: 0, to: all.count, by: threadsPerTransaction) {
-                refreshed += try refresh(app: app, all[start..<min(all.count, start + threadsPerTransaction)])
+        for (app, threads) in byApp {
+            refreshed += try database.withTransaction { connection -> Int in
+                // The thread exclusively and its group shared, as ingest takes them; threads whose
+                // locks are busy wait for the next round.
+                let locked = try connection.query("""
+                    SELECT x.thread FROM unnest(\(threads.map(\.thread))::text[], \(threads.map(\.group))::text[]) AS x(thread, group_id)
+                     WHERE pg_try_advisory_xact_lock(hashtextextended(\(app) || ':t:' || x.thread, 0))
+                       AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended(\(app) || ':g:' || x.group_id, 0)))
+                    """).map { try $0.decode(0, as: String.self) }
+                guard !locked.isEmpty else { return 0 }
+                // the next slice of each thread's rows; a thread leaves stale_threads when its pass is done
+                try connection.query("SELECT herald_refresh_thread_rows(\(app), \(locked), \(sliceRows))")
+                return locked.count
             }
         }
         return refreshed
-    }
-
-    /// One transaction: the next slice of each of `threads` whose locks it can take at once (the
-    /// thread exclusively and its group shared, as ingest takes them; threads whose locks are
-    /// busy wait for the next round); a thread leaves stale_threads when its pass is done.
-    private func refresh(app: String, _ threads: ArraySlice<(thread: String, group: String?)>) throws -> Int {
-        try database.withTransaction { connection -> Int in
-            let locked = try connection.query("""
-                SELECT x.thread FROM unnest(\(threads.map(\.thread))::text[], \(threads.map(\.group))::text[]) AS x(thread, group_id)
-                 WHERE pg_try_advisory_xact_lock(hashtextextended(\(app) || ':t:' || x.thread, 0))
-                   AND (x.group_id IS NULL OR pg_try_advisory_xact_lock_shared(hashtextextended(\(app) || ':g:' || x.group_id, 0)))
-                """).map { try $0.decode(0, as: String.self) }
-            guard !locked.isEmpty else { return 0 }
-            try connection.query("SELECT herald_refresh_thread_rows(\(app), \(locked), \(sliceRows))")
-            return locked.count
-        }
     }
 }
