@@ -12,7 +12,7 @@ extension HTTPError {
                 if !params.isEmpty { error.field("params", JSONValue.object(params)) }
             } }
         }
-        var response = Response(status: status, headers: [("Content-Type", "application/json")], body: Array(writer.text.utf8))
+        var response = Response(status: status, headers: [("Content-Type", "application/json")], body: writer.bytes)
         for (name, value) in headers.sorted(by: { $0.key < $1.key }) { response.headers.append((name, value)) }
         return response
     }

@@ -29,7 +29,7 @@ public struct Response: Sendable {
     public static func json(_ value: some JSONWritable, status: Int = 200) -> Response {
         var writer = JSONWriter()
         value.write(to: &writer)
-        return Response(status: status, headers: [("Content-Type", "application/json")], body: Array(writer.text.utf8))
+        return Response(status: status, headers: [("Content-Type", "application/json")], body: writer.bytes)
     }
 
     /// A JSON response whose text is already JSON (for example built by PostgreSQL).

@@ -32,7 +32,7 @@ package enum DeliveryRequest {
         case .webhook:
             var writer = JSONWriter(reservingCapacity: 1024)
             job.write(to: &writer)
-            body = Array(writer.text.utf8)
+            body = writer.bytes
         case .gorush:
             guard let gorush = gorushBody(job) else { return nil }
             body = gorush
@@ -158,7 +158,7 @@ package enum DeliveryRequest {
                 }
             }
         }
-        return Array(writer.text.utf8)
+        return writer.bytes
     }
 
     /// gorush's `data`, without nulls. For Android every value is a string — gorush formats

@@ -46,13 +46,13 @@ package enum DirectRequests {
     package static func heraldJSON(_ job: JobPayload) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 1024)
         job.write(to: &writer, withDevices: false, withNotification: false)
-        return Array(writer.text.utf8)
+        return writer.bytes
     }
 
     package static func json(_ value: JSONValue) -> [UInt8] {
         var writer = JSONWriter(reservingCapacity: 1024)
         writer.value(value)
-        return Array(writer.text.utf8)
+        return writer.bytes
     }
 
     // MARK: APNs
@@ -211,7 +211,7 @@ package enum DirectRequests {
                         timeoutMs: Int) -> OutboundRequest? {
         var writer = JSONWriter(reservingCapacity: 1024)
         job.write(to: &writer, withDevices: false)
-        guard let body = WebPushEncryption.encrypt(Array(writer.text.utf8), for: keys) else { return nil }
+        guard let body = WebPushEncryption.encrypt(writer.bytes, for: keys) else { return nil }
         var headers = ["Content-Encoding: aes128gcm", "TTL: 86400", "Urgency: \(isSilent(job) ? "normal" : "high")",
                        "Authorization: \(authorization)"]
         let topic = String(Base64URL.encode(Array(job.collapseID.utf8)).prefix(32))

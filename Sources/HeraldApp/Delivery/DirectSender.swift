@@ -191,7 +191,7 @@ package final class DirectSender: Sendable {
                 job.write(to: &writer)
                 var headers = ["webhook-id: \(wireJobID(job.id))"]
                 if let trace = job.traceparent { headers.append("traceparent: \(trace)") }
-                request = OutboundRequest(url: device.token, headers: headers, body: Array(writer.text.utf8), timeoutMs: settings.timeoutMs)
+                request = OutboundRequest(url: device.token, headers: headers, body: writer.bytes, timeoutMs: settings.timeoutMs)
             }
             // SPEC §13.4: a platform without its block (or key) is skipped, and counted
             return request.map(Built.request) ?? .outcome(.failed(error: "no credentials"), label: "no_credentials")

@@ -61,7 +61,7 @@ package enum SignedToken {
         func object(_ fields: [(String, JSONValue)]) -> String {
             var writer = JSONWriter()
             writer.object { object in for (name, value) in fields { object.field(name, value) } }
-            return Base64URL.encode(Array(writer.text.utf8))
+            return Base64URL.encode(writer.bytes)
         }
         let input = object(header) + "." + object(claims)
         guard let signature = key.sign(algorithm, message: Array(input.utf8)) else { return nil }

@@ -1,0 +1,42 @@
+import JSON
+import Testing
+
+/// `JSONWriter` writes bytes; what it writes must be what `JSONValue` writes and what the parser
+/// reads back, escapes included.
+@Suite("JSON writer")
+struct JSONWriterTests {
+    static let strings = [
+        "", "plain", "quote \" and backslash \\", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1f} controls",
+        "é ü 日本 🎉", "\u{7f} delete", "</script>", "mixed \"é\"\n\u{8}",
+    ]
+
+    @Test("strings and keys are escaped as JSONValue escapes them, and parse back to themselves")
+    func strings() throws {
+        for text in Self.strings {
+            var writer = JSONWriter()
+            writer.object { $0.field(text, text) }
+            var expected = "{"
+            JSONValue.writeString(text, to: &expected)
+            expected += ":"
+            JSONValue.writeString(text, to: &expected)
+            expected += "}"
+            #expect(writer.text == expected)
+            #expect(writer.bytes == Array(expected.utf8))
+            #expect(try JSONParser.parse(writer.bytes)[text] == .string(text))
+        }
+    }
+
+    @Test("numbers, booleans, null, raw JSON, nesting and commas")
+    func values() throws {
+        var writer = JSONWriter()
+        writer.object { o in
+            o.field("n", 42)
+            o.field("big", Int64.min)
+            o.field("yes", true)
+            o.field("none", nil as String?)
+            o.field("raw") { $0.raw(#"{"a":[1,2]}"#) }
+            o.field("list", array: [JSONValue.string("x"), .bool(false)])
+        }
+        #expect(writer.text == #"{"n":42,"big":-9223372036854775808,"yes":true,"none":null,"raw":{"a":[1,2]},"list":["x",false]}"#)
+    }
+}
