@@ -236,13 +236,16 @@ public final class PostgresConnection: @unchecked Sendable {
     /// One round trip for `items`: each sent (prepared first when it is new to this connection),
     /// one sync, then every result read in order.
     private func runPipeline(_ items: [(sql: String, parameters: [any PostgresEncodable])]) throws -> [PostgresRows] {
+        // Every parameter checked before anything is sent: an error thrown halfway through the
+        // sending would leave the connection in pipeline mode with statements and no sync.
+        let texts = try items.map { try Self.texts(of: $0.parameters, sql: $0.sql) }
         let handle = try liveHandle(sql: items[0].sql)
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError(sql: items[0].sql) }
         // What each result answers: a statement, or the preparation of a new name.
         enum Answer { case statement(String), prepared(sql: String, name: String) }
         var answers: [Answer] = []
         var naming: [String: String] = [:]
-        for (sql, parameters) in items {
+        for ((sql, _), parameters) in zip(items, texts) {
             let sent: Int32
             if prepareStatements {
                 let name: String
@@ -254,11 +257,11 @@ public final class PostgresConnection: @unchecked Sendable {
                     naming[sql] = name
                     answers.append(.prepared(sql: sql, name: name))
                 }
-                sent = try withParameters(parameters, sql: sql) { count, values in
+                sent = withTexts(parameters) { count, values in
                     PQsendQueryPrepared(handle, name, count, values, nil, nil, 0)
                 }
             } else {
-                sent = try withParameters(parameters, sql: sql) { count, values in
+                sent = withTexts(parameters) { count, values in
                     PQsendQueryParams(handle, sql, count, nil, values, nil, nil, 0)
                 }
             }
@@ -315,10 +318,19 @@ public final class PostgresConnection: @unchecked Sendable {
     /// text never holds NUL), so it is refused rather than silently cut short.
     private func withParameters<R>(_ parameters: [any PostgresEncodable], sql: String,
                                    _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> R) throws -> R {
+        try withTexts(Self.texts(of: parameters, sql: sql), body)
+    }
+
+    /// The parameters' texts; throws for a value with a NUL byte.
+    private static func texts(of parameters: [any PostgresEncodable], sql: String) throws -> [String?] {
         let texts = parameters.map { $0.postgresText }
         for (index, text) in texts.enumerated() where text?.utf8.contains(0) == true {
             throw PostgresError(code: .invalidParameter, message: "parameter $\(index + 1) contains a NUL byte", sql: sql)
         }
+        return texts
+    }
+
+    private func withTexts<R>(_ texts: [String?], _ body: (Int32, UnsafePointer<UnsafePointer<CChar>?>?) -> R) -> R {
         var pointers: [UnsafeMutablePointer<CChar>?] = texts.map { text in text.flatMap { strdup($0) } }
         defer { for pointer in pointers { free(pointer) } }
         return pointers.withUnsafeMutableBufferPointer { buffer in

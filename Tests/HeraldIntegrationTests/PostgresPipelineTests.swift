@@ -71,6 +71,26 @@ struct PostgresPipelineTests {
         }
     }
 
+    @Test("a parameter with a NUL byte is refused before anything is sent, and the connection stays usable")
+    func nulParameter() throws {
+        let connection = try TestEnvironment.shared().connection()
+        try connection.query("CREATE TEMP TABLE pipeline_nul (t text)")
+        do {
+            try connection.withTransaction { connection in
+                try connection.send("INSERT INTO pipeline_nul VALUES ('queued')")
+                _ = try connection.query("INSERT INTO pipeline_nul VALUES (\("a\u{0}b")) RETURNING t")
+            }
+            Issue.record("a NUL parameter was sent")
+        } catch let error as PostgresError {
+            #expect(error.code == .invalidParameter)
+        }
+        #expect(try connection.query("SELECT count(*) FROM pipeline_nul")[0].decode(0, as: Int.self) == 0)
+        try connection.withTransaction { connection in
+            try connection.send("INSERT INTO pipeline_nul VALUES ('after')")
+        }
+        #expect(try connection.query("SELECT array_agg(t)::text FROM pipeline_nul")[0].decode(0, as: String.self) == "{after}")
+    }
+
     @Test("a transaction whose body throws drops what it queued")
     func rollbackDrops() throws {
         struct Stop: Error {}
