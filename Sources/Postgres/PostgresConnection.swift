@@ -184,9 +184,13 @@ public final class PostgresConnection: @unchecked Sendable {
     /// statements after a failed one do not run.
     public func pipeline(_ statements: [SQL]) throws -> [PostgresRows] {
         let items = queued + statements.map { ($0.text, $0.parameters) }
-        queued.removeAll()
         guard !items.isEmpty else { return [] }
-        let results = try runPipeline(items)
+        // Every parameter checked before anything is sent or dropped from the queue: a refusal
+        // halfway through the sending would leave the connection in pipeline mode with no sync,
+        // and one after the queue was emptied would lose its statements (its BEGIN too).
+        let texts = try items.map { try Self.texts(of: $0.parameters, sql: $0.sql) }
+        queued.removeAll()
+        let results = try runPipeline(zip(items, texts).map { ($0.0.sql, $0.1) })
         return Array(results.suffix(statements.count))
     }
 
@@ -235,17 +239,14 @@ public final class PostgresConnection: @unchecked Sendable {
 
     /// One round trip for `items`: each sent (prepared first when it is new to this connection),
     /// one sync, then every result read in order.
-    private func runPipeline(_ items: [(sql: String, parameters: [any PostgresEncodable])]) throws -> [PostgresRows] {
-        // Every parameter checked before anything is sent: an error thrown halfway through the
-        // sending would leave the connection in pipeline mode with statements and no sync.
-        let texts = try items.map { try Self.texts(of: $0.parameters, sql: $0.sql) }
+    private func runPipeline(_ items: [(sql: String, texts: [String?])]) throws -> [PostgresRows] {
         let handle = try liveHandle(sql: items[0].sql)
         guard PQenterPipelineMode(handle) == 1 else { throw connectionError(sql: items[0].sql) }
         // What each result answers: a statement, or the preparation of a new name.
         enum Answer { case statement(String), prepared(sql: String, name: String) }
         var answers: [Answer] = []
         var naming: [String: String] = [:]
-        for ((sql, _), parameters) in zip(items, texts) {
+        for (sql, parameters) in items {
             let sent: Int32
             if prepareStatements {
                 let name: String

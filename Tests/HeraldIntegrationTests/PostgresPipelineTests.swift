@@ -85,6 +85,14 @@ struct PostgresPipelineTests {
             #expect(error.code == .invalidParameter)
         }
         #expect(try connection.query("SELECT count(*) FROM pipeline_nul")[0].decode(0, as: Int.self) == 0)
+        // a caller that catches the refusal and goes on keeps its transaction and what it queued
+        try connection.withTransaction { connection in
+            try connection.send("INSERT INTO pipeline_nul VALUES ('kept')")
+            #expect(throws: PostgresError.self) { try connection.query("SELECT \("x\u{0}")::text") }
+            try connection.send("INSERT INTO pipeline_nul VALUES ('kept too')")
+        }
+        #expect(try connection.query("SELECT count(*) FROM pipeline_nul")[0].decode(0, as: Int.self) == 2)
+        try connection.query("DELETE FROM pipeline_nul")
         try connection.withTransaction { connection in
             try connection.send("INSERT INTO pipeline_nul VALUES ('after')")
         }

@@ -53,6 +53,8 @@ package struct IngestStore: Sendable {
         let firstOutcomes = outcomes
         for attempt in 0..<4 {
             outcomes = firstOutcomes
+            // a try that failed at its COMMIT (a queued statement's error) had counted its jobs
+            jobsProduced = 0
             do {
                 try connection.withTransaction { connection in
                     if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
