@@ -181,8 +181,19 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs the queued statements, then `statements`, in one round trip (libpq's pipeline mode:
     /// every statement is sent, then one sync, then the results are read in order), and returns
     /// the rows of each of `statements`. The first error is thrown once every result is read;
-    /// statements after a failed one do not run.
+    /// statements after a failed one do not run. With no statements it sends nothing: the queue
+    /// waits for a statement that is read.
     public func pipeline(_ statements: [SQL]) throws -> [PostgresRows] {
+        guard !statements.isEmpty else { return [] }
+        return try run(statements)
+    }
+
+    /// Sends what is queued (before a statement that cannot go in a pipeline).
+    private func flush() throws {
+        if !queued.isEmpty { _ = try run([]) }
+    }
+
+    private func run(_ statements: [SQL]) throws -> [PostgresRows] {
         let items = queued + statements.map { ($0.text, $0.parameters) }
         guard !items.isEmpty else { return [] }
         // Every parameter checked before anything is sent or dropped from the queue: a refusal
@@ -219,7 +230,7 @@ public final class PostgresConnection: @unchecked Sendable {
     }
 
     private func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> PostgresRows {
-        if !queued.isEmpty { _ = try pipeline([]) }
+        try flush()
         let handle = try liveHandle(sql: sql)
         let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
@@ -230,7 +241,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Runs SQL text that may hold several statements and no parameters (migration files).
     /// Named unsafe: never build this text from input.
     public func execute(unsafeSQL sql: String) throws {
-        if !queued.isEmpty { _ = try pipeline([]) }
+        try flush()
         let handle = try liveHandle(sql: sql)
         try check(PQexec(handle, sql), sql: String(sql.prefix(200)))
     }

@@ -151,7 +151,7 @@ package struct IngestStore: Sendable {
                 lookup.append(message.id)
             }
         }
-        guard !lookup.isEmpty || !hosts.isEmpty else { return ((candidates, []), alongside.isEmpty ? [] : try connection.pipeline(alongside)) }
+        guard !lookup.isEmpty || !hosts.isEmpty else { return ((candidates, []), try connection.pipeline(alongside)) }
         var stored: [[UInt8]: (parent: String, sender: String?)] = [:]
         var hosting: Set<[UInt8]> = []
         let answers = try connection.pipeline(["""

@@ -78,14 +78,21 @@ package enum EventJobs {
         guard !groups.isEmpty else { return [] }
         var large: Set<String> = []
         for row in try connection.query("""
-            SELECT x.g FROM unnest(\(Array(Set(groups)))::text[]) AS x(g)
-             WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                           WHERE gm.app = \(app) AND gm.group_id = x.g AND herald_member_now(gm.joined_at, gm.removed_at)
-                                           LIMIT \(threshold) + 1) c) > \(threshold)
+            SELECT x.g FROM unnest(\(Array(Set(groups)))::text[]) AS x(g) WHERE \(isLarge(group: "x.g", threshold: "\(threshold)", app: app))
             """) {
             large.insert(try row.decode("g", as: String.self))
         }
         return large
+    }
+
+    /// The SQL condition that group `group` (an SQL expression) has more current members than
+    /// `threshold` (counted up to one past it: a probe of the threshold's size, not of the group's).
+    package static func isLarge(group: SQL, threshold: SQL, app: String) -> SQL {
+        """
+        (SELECT count(*) FROM (SELECT 1 FROM group_members gm
+                                WHERE gm.app = \(app) AND gm.group_id = \(group) AND herald_member_now(gm.joined_at, gm.removed_at)
+                                LIMIT \(threshold) + 1) c) > \(threshold)
+        """
     }
 
     /// A fan-out task for an event whose recipients are produced outside the request.

@@ -107,7 +107,7 @@ package struct Fanout {
         // A replayed backlog changes state but wakes nobody: stale messages get no job and no task.
         let now = currentTimeMilliseconds()
         let created = created.filter { !settings.isStale(eventTime: $0.message.sentAt, now: now) }
-        guard !created.isEmpty else { return (0, alongside.isEmpty ? [] : try connection.pipeline(alongside)) }
+        guard !created.isEmpty else { return (0, try connection.pipeline(alongside)) }
         // The groups above the threshold are found by the routing query itself, which reads none
         // of their members: their messages go to fan-out tasks.
         let routed = try produce(created, settings: settings, after: nil, limit: nil, largeGroupThreshold: settings.largeGroupThreshold,
@@ -130,7 +130,7 @@ package struct Fanout {
     package func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?, largeGroupThreshold: Int? = nil,
                          alongside: [SQL] = [], on connection: PostgresConnection)
         throws -> (last: String?, produced: Int, large: [String], found: [PostgresRows]) {
-        guard !created.isEmpty else { return (nil, 0, [], alongside.isEmpty ? [] : try connection.pipeline(alongside)) }
+        guard !created.isEmpty else { return (nil, 0, [], try connection.pipeline(alongside)) }
         let answers = try connection.pipeline(["""
             WITH every AS (
                 -- each message with its set: the members of its group in its thread, or its peer
@@ -147,9 +147,7 @@ package struct Fanout {
             -- the groups with more members than the threshold (counted up to one past it)
             large AS MATERIALIZED (
                 SELECT k.group_id FROM (SELECT DISTINCT e.group_id FROM every e WHERE e.group_id IS NOT NULL AND \(largeGroupThreshold)::int IS NOT NULL) k
-                 WHERE (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                               WHERE gm.app = \(app) AND gm.group_id = k.group_id AND herald_member_now(gm.joined_at, gm.removed_at)
-                                               LIMIT \(largeGroupThreshold) + 1) c) > \(largeGroupThreshold)
+                 WHERE \(EventJobs.isLarge(group: "k.group_id", threshold: "\(largeGroupThreshold)", app: app))
             ),
             m AS (SELECT * FROM every e WHERE e.group_id IS NULL OR e.group_id NOT IN (SELECT l.group_id FROM large l)),
             -- Herald's time of each message (SPEC §17's T): when its event was applied
