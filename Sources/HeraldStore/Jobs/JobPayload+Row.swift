@@ -6,7 +6,8 @@ import Postgres
 extension JobPayload {
     /// The `traceparent` column of a job source: the trace of the event that produced the job
     /// `alias` (its own event, or when it names none — a block — its message's creation), stored
-    /// once with the event (`sql/0025_event_traceparent.sql`), not with each job.
+    /// once with the event (`sql/0025_event_traceparent.sql`), not with each job. The event is
+    /// read through its key (`OFFSET 0`, as `from`'s look-ups).
     package static func traceOf(_ alias: SQL, app: String) -> SQL {
         """
         (SELECT e.traceparent
@@ -14,7 +15,7 @@ extension JobPayload {
                  UNION ALL
                  SELECT m.event_source, m.event_id FROM messages m
                   WHERE \(alias).event_source IS NULL AND m.app = \(app) AND m.id = \(alias).message_id) k (source, id)
-           JOIN events e ON e.app = \(app) AND e.source = k.source AND e.id = k.id) AS traceparent
+          CROSS JOIN LATERAL (SELECT e.traceparent FROM events e WHERE e.app = \(app) AND e.source = k.source AND e.id = k.id OFFSET 0) e) AS traceparent
         """
     }
 
@@ -26,16 +27,21 @@ extension JobPayload {
     /// Every table is filtered by `app` itself, and each lateral look-up's condition on the job's
     /// kind sits inside the key it probes: Citus routes a statement to the app's worker only when
     /// it sees the app on every table, and refuses an outer join with a condition on the outer
-    /// row alone.
+    /// row alone. Each look-up is a subquery with `OFFSET 0`, so that its key is its index
+    /// condition whatever the statistics say: planned with statistics older than the app's rows
+    /// (every index that starts with the app then looks like a one-row look-up), a plain join
+    /// read the app's messages, reactions and member actions whole and filtered them by the job
+    /// (`MigrationTests.claimOfANewApp`).
     package static func from(_ source: SQL, app: String) -> SQL {
         """
-        \(source) j LEFT JOIN messages m ON m.app = \(app) AND m.id = j.message_id
+        \(source) j
+        LEFT JOIN LATERAL (SELECT * FROM messages m WHERE m.app = \(app) AND m.id = j.message_id OFFSET 0) m ON true
         LEFT JOIN LATERAL (SELECT r.reactor, r.reaction, r.conversation_id, r.receiver_type, r.group_id, r.message_sender, r.parent_id
                              FROM reactions r
-                            WHERE r.app = \(app) AND r.id = CASE WHEN j.kind IN ('reaction', 'retract') THEN j.subject_id END) r ON true
+                            WHERE r.app = \(app) AND r.id = CASE WHEN j.kind IN ('reaction', 'retract') THEN j.subject_id END OFFSET 0) r ON true
         LEFT JOIN LATERAL (SELECT a.group_id, a.uid, a.actor, a.action, a.scope, a.at FROM member_actions a
                             WHERE a.app = \(app) AND a.event_source = CASE WHEN j.kind = 'memberAction' THEN j.event_source END
-                              AND a.event_id = j.event_id) a ON true
+                              AND a.event_id = j.event_id OFFSET 0) a ON true
         """
     }
 

@@ -138,28 +138,36 @@ package enum JobQueue {
             }
         }
         guard !rowIDs.isEmpty || !blocks.isEmpty else { return [] }
-        let rows = try connection.query("""
-            WITH claimed AS (
-                SELECT \(rowColumns), \(JobPayload.traceOf("job_rows", app: app)) FROM job_rows WHERE app = \(app) AND id = ANY (\(rowIDs)::bigint[])
-                UNION ALL
-                -- a range of a block: slices of its arrays, each read once (not the whole block
-                -- unnested, nor an array subscript per job, which would detoast it every time)
-                SELECT b.id * 1024 + r.first + p.n - 1, b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
-                       herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
-                       NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
-                       NULL::integer, NULL::text[], NULL::text[], t.traceparent
-                  FROM unnest(\(blocks)::bigint[], \(firsts)::int[], \(lasts)::int[]) AS r(block, first, last)
-                  JOIN job_blocks b ON b.app = \(app) AND b.id = r.block
-                  -- the event's trace, looked up once per block, not per job
-                  LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b", app: app))) t ON true
-                 CROSS JOIN LATERAL unnest(b.recipients[r.first + 1:r.last], b.reasons[r.first + 1:r.last], b.privacy[r.first + 1:r.last])
-                       WITH ORDINALITY AS p(recipient, reason, privacy, n)
-            )
-            SELECT \(JobPayload.columns(app: app))
-              FROM \(JobPayload.from("claimed", app: app))
-             ORDER BY j.id
-            """)
+        let rows = try connection.query(payloads(app: app, rowIDs: rowIDs, blocks: blocks, firsts: firsts, lasts: lasts))
         return try rows.map { try JobPayload(row: $0) }
+    }
+
+    /// The payloads of what a claim leased: the row jobs `rowIDs`, and of each block `blocks[i]`
+    /// the positions from `firsts[i]` up to `lasts[i]`, in id order.
+    package static func payloads(app: String, rowIDs: [Int64], blocks: [Int64], firsts: [Int], lasts: [Int]) -> SQL {
+        """
+        WITH claimed AS (
+            SELECT \(rowColumns), \(JobPayload.traceOf("job_rows", app: app)) FROM job_rows WHERE app = \(app) AND id = ANY (\(rowIDs)::bigint[])
+            UNION ALL
+            -- a range of a block: slices of its arrays, each read once (not the whole block
+            -- unnested, nor an array subscript per job, which would detoast it every time)
+            SELECT b.id * 1024 + r.first + p.n - 1, b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
+                   herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
+                   NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
+                   NULL::integer, NULL::text[], NULL::text[], t.traceparent
+              FROM unnest(\(blocks)::bigint[], \(firsts)::int[], \(lasts)::int[]) AS r(block, first, last)
+              -- each block through its key (OFFSET 0): statistics that say the app has one
+              -- block made it a scan of the app's blocks, each with its trace looked up
+             CROSS JOIN LATERAL (SELECT * FROM job_blocks b WHERE b.app = \(app) AND b.id = r.block OFFSET 0) b
+              -- the event's trace, looked up once per block, not per job
+              LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b", app: app))) t ON true
+             CROSS JOIN LATERAL unnest(b.recipients[r.first + 1:r.last], b.reasons[r.first + 1:r.last], b.privacy[r.first + 1:r.last])
+                   WITH ORDINALITY AS p(recipient, reason, privacy, n)
+        )
+        SELECT \(JobPayload.columns(app: app))
+          FROM \(JobPayload.from("claimed", app: app))
+         ORDER BY j.id
+        """
     }
 
     /// Splits `jobs` into those leased in a block at attempt 1, with the block's marks locked,
