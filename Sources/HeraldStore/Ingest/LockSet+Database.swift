@@ -3,20 +3,14 @@ import Postgres
 
 extension LockSet {
     /// Takes the locks until the transaction ends. With `genericPlans`, the rest of the
-    /// transaction runs its prepared statements with generic plans (`plan_cache_mode`): ingest's
-    /// statements reach rows through their keys whatever the parameters, and planning them anew
-    /// for every request (PostgreSQL's custom plans) cost more than running them. Not where the
-    /// database asks for custom plans (`force_custom_plan`, the Citus layout's setting): Citus
-    /// routes a statement by the app it is given, which a generic plan does not know.
+    /// transaction runs its prepared statements with generic plans (`GenericPlans`): planning
+    /// ingest's statements anew for every request cost more than running them.
     package func lock(app: String, on connection: PostgresConnection, genericPlans: Bool = false) throws {
         guard !isEmpty else { return }
         let sharedOnly = shared.subtracting(exclusive)
         let keys = Array(exclusive) + Array(sharedOnly)
         let isShared = Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)
-        let generic: SQL = genericPlans ? """
-            set_config('plan_cache_mode', CASE current_setting('plan_cache_mode') WHEN 'force_custom_plan' THEN 'force_custom_plan'
-                                                                                   ELSE 'force_generic_plan' END, true),
-            """ : ""
+        let generic: SQL = genericPlans ? "\(GenericPlans.setting)," : ""
         // Queued: the locks travel with the next statement, which runs once they are held.
         try connection.send("""
             SELECT \(generic)

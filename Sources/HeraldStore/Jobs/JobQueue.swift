@@ -125,8 +125,10 @@ package enum JobQueue {
 
     /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
     /// (retries, silent jobs), then ranges of the oldest blocks (`herald_claim_jobs`). Two
-    /// statements: the claim, and the payloads of what it leased.
+    /// statements: the claim, and the payloads of what it leased; in a transaction, both with
+    /// generic plans (`GenericPlans`).
     package static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
+        try GenericPlans.use(on: connection)
         var rowIDs: [Int64] = [], blocks: [Int64] = [], firsts: [Int] = [], lasts: [Int] = []
         for row in try connection.query("SELECT row_id, block, first, last FROM herald_claim_jobs(\(app), \(max), \(leaseSeconds))") {
             if let block = try row.decode("block", as: Int64?.self) {
@@ -175,6 +177,7 @@ package enum JobQueue {
     /// stale unless a row has them).
     private static func split<T>(app: String, _ jobs: [T], id: (T) -> Int64, attempt: (T) -> Int,
                                  on connection: PostgresConnection) throws -> (marks: [Int64: JobBlocks.Marks], rows: [T]) {
+        try GenericPlans.use(on: connection)
         let candidates = jobs.filter { attempt($0) == 1 }.map { JobBlocks.place(id($0)).block }
         let marks = try JobBlocks.lockMarks(app: app, blocks: candidates, on: connection)
         return (marks, jobs.filter { attempt($0) != 1 || marks[JobBlocks.place(id($0)).block] == nil })
