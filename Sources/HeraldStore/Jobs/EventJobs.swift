@@ -87,11 +87,15 @@ package enum EventJobs {
 
     /// The SQL condition that group `group` (an SQL expression) has more current members than
     /// `threshold` (counted up to one past it: a probe of the threshold's size, not of the group's).
+    /// The members are read as the fan-out walks them, in the walk's index and its order: a plan
+    /// made for any threshold (a generic plan, as ingest's) took the count for a scan of every
+    /// group's members, 60 ms a group on a table of 850,000 (`MigrationTests`).
     package static func isLarge(group: SQL, threshold: SQL, app: String) -> SQL {
         """
         (SELECT count(*) FROM (SELECT 1 FROM group_members gm
-                                WHERE gm.app = \(app) AND gm.group_id = \(group) AND herald_member_now(gm.joined_at, gm.removed_at)
-                                LIMIT \(threshold) + 1) c) > \(threshold)
+                                WHERE \(Fanout.groupWalk("gm", group: group, after: "NULL", app: "\(app)"))
+                                  AND herald_member_now(gm.joined_at, gm.removed_at)
+                                ORDER BY gm.uid COLLATE "C" LIMIT \(threshold) + 1) c) > \(threshold)
         """
     }
 
