@@ -70,10 +70,11 @@ package struct DeviceStore: Sendable {
         !(try connection.query("DELETE FROM devices WHERE app = \(app) AND uid = \(uid) AND id = \(id) RETURNING id")).isEmpty
     }
 
-    /// Removes devices by (uid, id): the bad-token feedback of an ack.
+    /// Removes devices by (uid, id): the bad-token feedback of an ack. Queued (`send`) in a
+    /// transaction: it travels with the next statement.
     package func remove(app: String, pairs: [(uid: String, id: String)], on connection: PostgresConnection) throws {
         guard !pairs.isEmpty else { return }
-        try connection.query("""
+        try connection.send("""
             DELETE FROM devices d USING unnest(\(pairs.map(\.uid))::text[], \(pairs.map(\.id))::text[]) AS x(uid, id)
              WHERE d.app = \(app) AND d.uid = x.uid AND d.id = x.id
             """)

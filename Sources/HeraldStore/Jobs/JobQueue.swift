@@ -204,7 +204,8 @@ package enum JobQueue {
         }
         if !changed.isEmpty {
             let order = changed.keys.sorted()
-            try connection.query("""
+            // queued: nobody reads its rows, so it travels with the next statement (the COMMIT)
+            try connection.send("""
                 WITH u AS (
                     UPDATE job_block_marks k SET acked = k.acked | x.mask::bit(1024)
                       FROM unnest(\(order)::bigint[], \(order.map { changed[$0]!.text })::text[]) AS x(block, mask)
