@@ -32,16 +32,19 @@ struct JobBlockTests {
     func genericPlans() throws {
         let connection = try environment.connection()
         func mode() throws -> String { try connection.query("SELECT current_setting('plan_cache_mode')")[0].decode(0, as: String.self) }
+        // the Citus layout asks for custom plans (Citus routes by the app's value): kept there
+        let database = try mode()
+        let expected = database == "force_custom_plan" ? database : "force_generic_plan"
         try connection.withTransaction { connection in
             _ = try JobQueue.claim(app: "generic-plans", max: 10, leaseSeconds: 60, on: connection)
-            #expect(try mode() == "force_generic_plan")
+            #expect(try mode() == expected)
         }
         try connection.withTransaction { connection in
             _ = try JobQueue.ack(app: "generic-plans", [JobQueue.Ack(id: 5_000_000, attempt: 1)], on: connection)
-            #expect(try mode() == "force_generic_plan")
+            #expect(try mode() == expected)
         }
         // local to the transaction
-        #expect(try mode() == "auto")
+        #expect(try mode() == database)
     }
 
     @Test("one row per block, not per recipient; a failed job and an expired lease keep their id; stats are exact throughout")
