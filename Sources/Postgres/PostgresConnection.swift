@@ -17,6 +17,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// False behind a pooler in transaction mode (PgBouncer before 1.21): a statement prepared on
     /// one server connection is not there on the next, so `query` sends each statement unnamed.
     private let prepareStatements: Bool
+    /// Whether statements are prepared once per connection (false behind a pooler in
+    /// transaction mode: each is sent unnamed and planned at every run).
+    public var preparesStatements: Bool { prepareStatements }
     /// Set when the server answered that it cannot write (`25006`: a standby, or a primary that
     /// was demoted): the next `ensureAlive` connects again, and libpq's
     /// `target_session_attrs=read-write` then finds the primary.

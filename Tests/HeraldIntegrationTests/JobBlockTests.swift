@@ -45,6 +45,14 @@ struct JobBlockTests {
         }
         // local to the transaction
         #expect(try mode() == database)
+        // Behind a pooler in transaction mode (statements unprepared, planned at every run) a
+        // custom plan sees the values and costs nothing more: left alone.
+        let unprepared = try PostgresConnection(connectionString: environment.server.service.services.configuration.databaseURL!,
+                                                prepareStatements: false)
+        try unprepared.withTransaction { connection in
+            _ = try JobQueue.claim(app: "generic-plans", max: 10, leaseSeconds: 60, on: connection)
+            #expect(try connection.query("SELECT current_setting('plan_cache_mode')")[0].decode(0, as: String.self) == database)
+        }
     }
 
     @Test("one row per block, not per recipient; a failed job and an expired lease keep their id; stats are exact throughout")

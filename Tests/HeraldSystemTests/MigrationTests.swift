@@ -239,10 +239,26 @@ struct MigrationTests {
                 if app == "old" { try connection.queryOnce("ANALYZE") }
             }
             let block = try connection.queryOnce("SELECT id FROM job_blocks WHERE app = 'new' AND message_id = 'm150'")[0].decode(0, as: Int64.self)
-            let plan = try connection.queryOnce("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) "
-                                                + JobQueue.payloads(app: "new", rowIDs: [], blocks: [block], firsts: [0], lasts: [10]))
-                .map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
-            #expect(plan.contains("devices_pkey") && !plan.contains("Rows Removed by"), "\(plan)")
+            let payloads = JobQueue.payloads(app: "new", rowIDs: [], blocks: [block], firsts: [0], lasts: [10])
+            func explain(_ sql: SQL) throws -> String {
+                try connection.queryOnce("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql)
+                    .map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+            }
+            // Every look-up through its key: nothing a filter removes, no table of the app read
+            // whole (a scan, or a hash built from it).
+            func expectKeyed(_ plan: String) {
+                #expect(plan.contains("devices_pkey") && !plan.contains("Rows Removed by") && !plan.contains("Hash"), "\(plan)")
+                for table in ["job_blocks", "events", "messages", "reactions", "member_actions", "devices"] {
+                    #expect(!plan.contains("Seq Scan on \(table) "), "\(table): \(plan)")
+                }
+            }
+            // a custom plan, for the values given
+            expectKeyed(try explain(payloads))
+            // and the generic plan that a claim runs (`GenericPlans`), for any values
+            try connection.queryOnce("SET plan_cache_mode = force_generic_plan")
+            try connection.queryOnce(SQL(unsafeRaw: "PREPARE payloads AS " + payloads.text))
+            let values = payloads.parameters.map { $0.postgresText.map { "'" + $0.replacing("'", with: "''") + "'" } ?? "NULL" }
+            expectKeyed(try explain(SQL(unsafeRaw: "EXECUTE payloads(\(values.joined(separator: ", ")))")))
         }
     }
 }

@@ -10,7 +10,7 @@ extension LockSet {
         let sharedOnly = shared.subtracting(exclusive)
         let keys = Array(exclusive) + Array(sharedOnly)
         let isShared = Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)
-        let generic: SQL = genericPlans ? "\(GenericPlans.setting)," : ""
+        let generic: SQL = genericPlans && GenericPlans.apply(on: connection) ? "\(GenericPlans.setting)," : ""
         // Queued: the locks travel with the next statement, which runs once they are held.
         try connection.send("""
             SELECT \(generic)

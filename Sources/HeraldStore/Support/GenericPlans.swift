@@ -17,10 +17,16 @@ package enum GenericPlans {
                                                                                ELSE 'force_generic_plan' END, true)
         """
 
-    /// Queues the setting (`send`): it travels with the transaction's next statement. Outside a
-    /// transaction it would last one statement: nothing is sent.
+    /// Whether `connection` gains from it: inside a transaction (outside one it would last one
+    /// statement), and where statements are prepared (behind a pooler in transaction mode each
+    /// statement is planned at every run anyway, and a custom plan sees the values).
+    package static func apply(on connection: PostgresConnection) -> Bool {
+        connection.inTransaction && connection.preparesStatements
+    }
+
+    /// Queues the setting (`send`) when it applies: it travels with the transaction's next statement.
     package static func use(on connection: PostgresConnection) throws {
-        guard connection.inTransaction else { return }
+        guard apply(on: connection) else { return }
         try connection.send("SELECT \(setting)")
     }
 }
