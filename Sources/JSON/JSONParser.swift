@@ -255,69 +255,71 @@ public struct JSONParser {
 extension JSONValue {
     /// Compact JSON text of the value (keys sorted, so equal values give equal text).
     public var jsonText: String {
-        var out = ""
+        var out: [UInt8] = []
         write(to: &out)
-        return out
+        return String(decoding: out, as: UTF8.self)
     }
 
-    private func write(to out: inout String) {
+    private func write(to out: inout [UInt8]) {
         switch self {
-        case .null: out += "null"
-        case .bool(let value): out += value ? "true" : "false"
-        case .int(let value): out += String(value)
-        case .bigInteger(let digits): out += digits
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .int(let value): out.append(contentsOf: String(value).utf8)
+        case .bigInteger(let digits): out.append(contentsOf: digits.utf8)
         case .double(let value):
-            out += value.isFinite ? (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) : "null"
-        case .string(let value): JSONValue.writeString(value, to: &out)
+            let text = value.isFinite ? (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)) : "null"
+            out.append(contentsOf: text.utf8)
+        case .string(let value): JSONValue.appendString(value, to: &out)
         case .array(let values):
-            out += "["
+            out.append(UInt8(ascii: "["))
             for (offset, value) in values.enumerated() {
-                if offset > 0 { out += "," }
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
                 value.write(to: &out)
             }
-            out += "]"
+            out.append(UInt8(ascii: "]"))
         case .object(let object):
-            out += "{"
+            out.append(UInt8(ascii: "{"))
             for (offset, key) in object.keys.sorted().enumerated() {
-                if offset > 0 { out += "," }
-                JSONValue.writeString(key, to: &out)
-                out += ":"
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
                 object[key]!.write(to: &out)
             }
-            out += "}"
+            out.append(UInt8(ascii: "}"))
         }
     }
 
-    /// Appends `text` as a JSON string literal.
-    public static func writeString(_ text: String, to out: inout String) {
-        // Most strings need no escape: append them whole.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out += "\""
-            out += text
-            out += "\""
-            return
-        }
-        out += "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
+    /// Appends `text` as a JSON string literal in UTF-8: `"` and `\` escaped, `\n`, `\r`, `\t`,
+    /// other controls as `\u00XX`, everything else as it is. The one escaping rule of Herald's
+    /// JSON (`jsonText` and `JSONWriter`).
+    public static func appendString(_ text: String, to bytes: inout [UInt8]) {
+        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
+        bytes.append(quote)
+        // Most strings need no escape: appended whole (one copy of a native string's bytes).
+        if !text.utf8.contains(where: { $0 < 0x20 || $0 == quote || $0 == backslash }) {
+            bytes.append(contentsOf: text.utf8)
+        } else {
+            for byte in text.utf8 {
+                guard byte < 0x20 || byte == quote || byte == backslash else {
+                    bytes.append(byte)
+                    continue
+                }
+                bytes.append(backslash)
+                switch byte {
+                case quote, backslash: bytes.append(byte)
+                case UInt8(ascii: "\n"): bytes.append(UInt8(ascii: "n"))
+                case UInt8(ascii: "\r"): bytes.append(UInt8(ascii: "r"))
+                case UInt8(ascii: "\t"): bytes.append(UInt8(ascii: "t"))
+                default:
+                    let hex = Array("0123456789abcdef".utf8)
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
                 }
             }
         }
-        out += "\""
+        bytes.append(quote)
     }
 
-    /// How many bytes `writeString` writes for `scalar` inside a string literal.
+    /// How many bytes `appendString` writes for `scalar` inside a string literal.
     public static func escapedUTF8Count(_ scalar: Unicode.Scalar) -> Int {
         switch scalar {
         case "\"", "\\", "\n", "\r", "\t": return 2

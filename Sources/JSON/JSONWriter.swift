@@ -32,32 +32,9 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: text.utf8)
     }
 
-    /// A JSON string literal of `text`, escaped as `JSONValue.writeString` escapes it.
+    /// A JSON string literal of `text` (`JSONValue.appendString`).
     private mutating func string(_ text: String) {
-        let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
-        bytes.append(quote)
-        // Most strings need no escape: appended whole (one copy of a native string's bytes).
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == quote || $0 == backslash }) {
-            bytes.append(contentsOf: text.utf8)
-        } else {
-            for byte in text.utf8 {
-                guard byte < 0x20 || byte == quote || byte == backslash else {
-                    bytes.append(byte)
-                    continue
-                }
-                bytes.append(backslash)
-                switch byte {
-                case quote, backslash: bytes.append(byte)
-                case UInt8(ascii: "\n"): bytes.append(UInt8(ascii: "n"))
-                case UInt8(ascii: "\r"): bytes.append(UInt8(ascii: "r"))
-                case UInt8(ascii: "\t"): bytes.append(UInt8(ascii: "t"))
-                default:
-                    let hex = Array("0123456789abcdef".utf8)
-                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
-                }
-            }
-        }
-        bytes.append(quote)
+        JSONValue.appendString(text, to: &bytes)
     }
 
     /// An object whose fields `body` writes.

@@ -5,23 +5,22 @@ import Testing
 /// reads back, escapes included.
 @Suite("JSON writer")
 struct JSONWriterTests {
-    static let strings = [
-        "", "plain", "quote \" and backslash \\", "line\nbreak\r\ttab", "\u{0}\u{1}\u{1f} controls",
-        "é ü 日本 🎉", "\u{7f} delete", "</script>", "mixed \"é\"\n\u{8}",
+    /// Each string and its JSON literal.
+    static let strings: [(String, String)] = [
+        ("", #""""#), ("plain", #""plain""#), ("quote \" and backslash \\", #""quote \" and backslash \\""#),
+        ("line\nbreak\r\ttab", #""line\nbreak\r\ttab""#), ("\u{0}\u{1}\u{1f} controls", #""\u0000\u0001\u001f controls""#),
+        ("é ü 日本 🎉", #""é ü 日本 🎉""#), ("\u{7f} delete", "\"\u{7f} delete\""), ("</script>", #""</script>""#),
+        ("mixed \"é\"\n\u{8}", #""mixed \"é\"\n\u0008""#),
     ]
 
-    @Test("strings and keys are escaped as JSONValue escapes them, and parse back to themselves")
+    @Test("strings and keys are escaped as JSON requires, as JSONValue writes them, and parse back to themselves")
     func strings() throws {
-        for text in Self.strings {
+        for (text, literal) in Self.strings {
             var writer = JSONWriter()
             writer.object { $0.field(text, text) }
-            var expected = "{"
-            JSONValue.writeString(text, to: &expected)
-            expected += ":"
-            JSONValue.writeString(text, to: &expected)
-            expected += "}"
-            #expect(writer.text == expected)
-            #expect(writer.bytes == Array(expected.utf8))
+            #expect(writer.text == "{" + literal + ":" + literal + "}")
+            #expect(JSONValue.string(text).jsonText == literal)
+            #expect(JSONValue.object([text: .string(text)]).jsonText == writer.text)
             #expect(try JSONParser.parse(writer.bytes)[text] == .string(text))
         }
     }
