@@ -3,6 +3,7 @@ import Foundation
 @testable import HeraldApp
 @testable import HeraldDomain
 @testable import HeraldStore
+import JSON
 import Postgres
 @testable import HeraldTestSupport
 import Testing
@@ -52,6 +53,54 @@ struct JobBlockTests {
         try unprepared.withTransaction { connection in
             _ = try JobQueue.claim(app: "generic-plans", max: 10, leaseSeconds: 60, on: connection)
             #expect(try connection.query("SELECT current_setting('plan_cache_mode')")[0].decode(0, as: String.self) == database)
+        }
+    }
+
+    /// A claim reads each block range's first job in full and the range's other jobs in short,
+    /// each made from the first (`JobQueue.blockJobs`, `JobPayload(block:row:)`): every job must
+    /// be what its own full payload says — recipients that differ in reason, privacy, badge,
+    /// devices and digest windows.
+    @Test("a block's jobs made from its first job equal their own full payloads")
+    func blockJobsFromFirst() throws {
+        let members = (0..<10).map { String(format: "u%02d", $0) }
+        let app = try environment.makeApp(prefix: "blockfirst")
+        #expect(try app.setMembers("g1", members, client: client).json["count"] as? Int == 10)
+        for (uid, body) in [("u03", #"{"usePrivacyTemplate": true}"#), ("u08", #"{"replyDigestSeconds": 60}"#)] {
+            let set = try client.send("PATCH", "/v1/users/\(uid)/preferences", token: app.serverKey,
+                                      headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+            #expect(set.status == 200, "\(set.text)")
+        }
+        for (uid, id, platform) in [("u02", "phone", "apns"), ("u02", "tablet", "fcm"), ("u05", "phone", "fcm")] {
+            let put = try client.send("PUT", "/v1/users/\(uid)/devices/\(id)", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                      body: Array(#"{"platform": "\#(platform)", "token": "\#(uid)-\#(id)-token"}"#.utf8))
+            #expect(put.status == 200 || put.status == 201, "\(put.text)")
+        }
+        let now = nowMilliseconds()
+        // an older thread leaves u04 a second unread thread; the mentions subscribe to m1
+        try app.ingest([Events.message("m0", id: "m0", sender: "u00", at: now - 2000, mentions: ["u04"]),
+                        Events.message("m1", id: "m1", sender: "u00", at: now - 1000, mentions: ["u02", "u03", "u04", "u05", "u06", "u08"])],
+                       client: client)
+        _ = try app.claimAll(client: client)
+        try app.ingest([Events.message("r1", id: "r1", sender: "u01", parent: "m1", at: now, text: "hello", mentions: ["u07"])], client: client)
+
+        let connection = try environment.connection()
+        try connection.withTransaction { connection in
+            let jobs = try JobQueue.claim(app: app.id, max: 100, leaseSeconds: 60, on: connection)
+            #expect(jobs.count >= 7 && Set(jobs.map { JobBlocks.place($0.id).block }).count == 1, "one range of r1's block")
+            let positions = jobs.map { JobBlocks.place($0.id).position }
+            let full = try connection.query(JobQueue.payloads(app: app.id, rowIDs: [], blocks: [JobBlocks.place(jobs[0].id).block],
+                                                              firsts: [positions.min() ?? 0], lasts: [(positions.max() ?? 0) + 1]))
+                .map { try JobPayload(row: $0) }
+            func text(_ job: JobPayload) -> String {
+                var writer = JSONWriter()
+                job.write(to: &writer, withLastError: true)
+                return writer.text + " opens:\(job.opensDigest)"
+            }
+            #expect(jobs.map(text) == full.map(text))
+            // the recipients differ in what is their own, or the comparison proves little
+            #expect(Set(jobs.map(\.reason)).count > 1 && Set(jobs.map(\.privacy)).count == 2 && Set(jobs.map(\.badge)).count > 1
+                    && Set(jobs.map(\.devices.count)).count > 1 && jobs.contains { $0.opensDigest } && jobs.contains { !$0.opensDigest },
+                    "\(jobs.map(text))")
         }
     }
 

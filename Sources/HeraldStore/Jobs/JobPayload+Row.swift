@@ -50,11 +50,7 @@ extension JobPayload {
         j.id, j.attempt, j.app, j.recipient, j.created_at,
         coalesce(j.event_source, m.event_source) AS event_source, coalesce(j.event_id, m.event_id) AS event_id,
         coalesce(j.event_type, m.event_type) AS event_type,
-        j.reason, j.privacy,
-        -- SPEC §9: a notification's badge is the recipient's unread thread count when the job is claimed
-        CASE WHEN j.kind IS NULL OR j.kind IN ('update', 'digest')
-             THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = \(app) AND s.uid = j.recipient AND s.visible AND s.has_unread)
-             ELSE j.badge END AS badge,
+        j.reason, j.privacy, \(recipientColumns(app: app)),
         coalesce(j.message_id, '') AS message_id,
         coalesce(m.conversation_id, r.conversation_id, 'group_' || a.group_id, '') AS conversation_id,
         coalesce(m.receiver_type, r.receiver_type, CASE WHEN a.group_id IS NOT NULL THEN 'group' END, '') AS receiver_type,
@@ -63,7 +59,19 @@ extension JobPayload {
         j.subject_id, r.reactor, r.reaction, a.uid AS action_uid, a.actor AS action_actor, a.action, a.scope AS action_scope,
         a.at AS action_at, j.sync_at, j.sync_by,
         j.kind AS job_kind, j.exclude_device, array_to_json(j.clear_ids)::text AS clear_ids, j.template_reason, j.traceparent,
-        j.digest_count, array_to_json(j.digest_senders)::text AS digest_senders,
+        j.digest_count, array_to_json(j.digest_senders)::text AS digest_senders
+        """
+    }
+
+    /// What a job reads for its recipient when it is claimed (`badge`, `opened_digest`,
+    /// `devices`), from the job `j` (its `kind`, `recipient`, `reason`, `message_id`, stored
+    /// `badge`, `exclude_device`, `delivered_devices`) and its message `m` (`parent_id`): in
+    /// `columns`, and for the jobs of a block made from its first (`JobQueue.blockJobs`).
+    package static func recipientColumns(app: String) -> SQL { """
+        -- SPEC §9: a notification's badge is the recipient's unread thread count when the job is claimed
+        CASE WHEN j.kind IS NULL OR j.kind IN ('update', 'digest')
+             THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = \(app) AND s.uid = j.recipient AND s.visible AND s.has_unread)
+             ELSE j.badge END AS badge,
         -- SPEC §17: a digestible reply job that opened a digest window collapses by thread, so
         -- that the digest at the window's end replaces it on the device
         CASE WHEN j.kind IS NULL AND m.parent_id IS NOT NULL AND j.reason IN ('subscribedThread', 'allReplies')
@@ -122,5 +130,19 @@ extension JobPayload {
         if let name = try row.decode("job_kind", as: String?.self), let kind = Removal.Kind(rawValue: name) {
             removal = Removal(kind: kind, collapseIds: try Self.strings(row.decode("clear_ids")))
         }
+    }
+
+    /// A job of a block from a row of `JobQueue.blockJobs`: the first job `first` of its claimed
+    /// range with what is the job's own — every other field of a block's job is its block's
+    /// (its message's event, facts and trace; attempt 1; no row-job fields).
+    package init(block first: JobPayload, row: PostgresRow) throws {
+        self = first
+        id = try row.decode("id")
+        recipient = try row.decode("recipient")
+        reason = try row.decode("reason")
+        privacy = try row.decode("privacy")
+        badge = try row.decode("badge")
+        opensDigest = try row.decode("opened_digest")
+        devices = try Device.Target.list(json: try row.decode("devices"))
     }
 }

@@ -124,9 +124,13 @@ package enum JobQueue {
     }
 
     /// Returns expired leases to the queue, then leases up to `max` ready jobs: row jobs first
-    /// (retries, silent jobs), then ranges of the oldest blocks (`herald_claim_jobs`). Two
-    /// statements: the claim, and the payloads of what it leased; in a transaction, both with
-    /// generic plans (`GenericPlans`).
+    /// (retries, silent jobs), then ranges of the oldest blocks (`herald_claim_jobs`). Two round
+    /// trips: the claim, then the payloads of what it leased; in a transaction, with generic
+    /// plans (`GenericPlans`). A block's jobs share everything but their recipient's part, so the
+    /// payloads are two statements in one round trip: each range's first job in full (with the
+    /// row jobs), and the range's other jobs in short (`blockJobs`), each made from its range's
+    /// first (`JobPayload(block:row:)`) — PostgreSQL reads a block's message once, not once a job,
+    /// and returns seven columns a job instead of forty.
     package static func claim(app: String, max: Int, leaseSeconds: Int, on connection: PostgresConnection) throws -> [JobPayload] {
         try GenericPlans.use(on: connection)
         var rowIDs: [Int64] = [], blocks: [Int64] = [], firsts: [Int] = [], lasts: [Int] = []
@@ -140,9 +144,49 @@ package enum JobQueue {
             }
         }
         guard !rowIDs.isEmpty || !blocks.isEmpty else { return [] }
-        let rows = try connection.query(payloads(app: app, rowIDs: rowIDs, blocks: blocks, firsts: firsts, lasts: lasts))
-        return try rows.map { try JobPayload(row: $0) }
+        let seconds = firsts.map { $0 + 1 }
+        var statements = [payloads(app: app, rowIDs: rowIDs, blocks: blocks, firsts: firsts, lasts: seconds)]
+        if zip(seconds, lasts).contains(where: { $0 < $1 }) {
+            statements.append(blockJobs(app: app, blocks: blocks, firsts: seconds, lasts: lasts))
+        }
+        let results = try connection.pipeline(statements)
+        var jobs = try results[0].map { try JobPayload(row: $0) }
+        guard results.count > 1 else { return jobs }
+        // each range's first job, by block (a row job's id names no claimed block's first position)
+        var firstJobs: [Int64: JobPayload] = [:]
+        let firstOf = Dictionary(zip(blocks, firsts), uniquingKeysWith: min)
+        for job in jobs {
+            let (block, position) = JobBlocks.place(job.id)
+            if firstOf[block] == position { firstJobs[block] = job }
+        }
+        for row in results[1] {
+            let id = try row.decode("id", as: Int64.self)
+            guard let first = firstJobs[JobBlocks.place(id).block] else { continue }
+            jobs.append(try JobPayload(block: first, row: row))
+        }
+        return jobs.sorted { $0.id < $1.id }
     }
+
+    /// The FROM items of ranges of blocks: `r` (block, first, last) — the positions from
+    /// `firsts[i]` up to `lasts[i]` of the block `blocks[i]` —, its block `b`, then the items of
+    /// `joining` (which may read `b`), then `p`, each job of the range (recipient, reason code,
+    /// privacy, n from 1); `rangeJobID` is the job's id.
+    private static func ranges(app: String, blocks: [Int64], firsts: [Int], lasts: [Int], joining: SQL = "") -> SQL {
+        """
+        unnest(\(blocks)::bigint[], \(firsts)::int[], \(lasts)::int[]) AS r(block, first, last)
+          -- each block through its key (OFFSET 0): statistics that say the app has one
+          -- block made it a scan of the app's blocks, each with its trace looked up
+         CROSS JOIN LATERAL (SELECT * FROM job_blocks b WHERE b.app = \(app) AND b.id = r.block OFFSET 0) b
+         \(joining)
+          -- slices of the block's arrays, each read once (not the whole block unnested, nor an
+          -- array subscript per job, which would detoast it every time)
+         CROSS JOIN LATERAL unnest(b.recipients[r.first + 1:r.last], b.reasons[r.first + 1:r.last], b.privacy[r.first + 1:r.last])
+               WITH ORDINALITY AS p(recipient, reason, privacy, n)
+        """
+    }
+
+    /// The id of the job `p` of a range (`ranges`).
+    private static let rangeJobID: SQL = "b.id * \(unsafeRaw: String(JobBlocks.size)) + r.first + p.n - 1"
 
     /// The payloads of what a claim leased: the row jobs `rowIDs`, and of each block `blocks[i]`
     /// the positions from `firsts[i]` up to `lasts[i]`, in id order.
@@ -151,23 +195,34 @@ package enum JobQueue {
         WITH claimed AS (
             SELECT \(rowColumns), \(JobPayload.traceOf("job_rows", app: app)) FROM job_rows WHERE app = \(app) AND id = ANY (\(rowIDs)::bigint[])
             UNION ALL
-            -- a range of a block: slices of its arrays, each read once (not the whole block
-            -- unnested, nor an array subscript per job, which would detoast it every time)
-            SELECT b.id * 1024 + r.first + p.n - 1, b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
+            SELECT \(rangeJobID), b.app, b.message_id, p.recipient, b.event_source, b.event_id, b.event_type,
                    herald_reason_name(p.reason), p.privacy, 0, 'leased', 1, b.created_at, b.created_at, NULL::bigint,
                    NULL::text, b.created_at, NULL::text, NULL::text, NULL::text[], NULL::text, NULL::text, NULL::bigint, NULL::text,
                    NULL::integer, NULL::text[], NULL::text[], t.traceparent
-              FROM unnest(\(blocks)::bigint[], \(firsts)::int[], \(lasts)::int[]) AS r(block, first, last)
-              -- each block through its key (OFFSET 0): statistics that say the app has one
-              -- block made it a scan of the app's blocks, each with its trace looked up
-             CROSS JOIN LATERAL (SELECT * FROM job_blocks b WHERE b.app = \(app) AND b.id = r.block OFFSET 0) b
-              -- the event's trace, looked up once per block, not per job
-              LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b", app: app))) t ON true
-             CROSS JOIN LATERAL unnest(b.recipients[r.first + 1:r.last], b.reasons[r.first + 1:r.last], b.privacy[r.first + 1:r.last])
-                   WITH ORDINALITY AS p(recipient, reason, privacy, n)
+              FROM \(ranges(app: app, blocks: blocks, firsts: firsts, lasts: lasts, joining: """
+                   -- the event's trace, looked up once per block, not per job
+                   LEFT JOIN LATERAL (SELECT \(JobPayload.traceOf("b", app: app))) t ON true
+                   """))
         )
         SELECT \(JobPayload.columns(app: app))
           FROM \(JobPayload.from("claimed", app: app))
+         ORDER BY j.id
+        """
+    }
+
+    /// Of each block `blocks[i]`, the jobs at the positions from `firsts[i]` up to `lasts[i]`,
+    /// in id order: what a block's job has of its own (`JobPayload(block:row:)` reads it) — its
+    /// id, recipient, reason and privacy, and what is read for its recipient when it is claimed
+    /// (`JobPayload.recipientColumns`). The block's message is read once per block: `j` and
+    /// `m` are what `recipientColumns` reads.
+    package static func blockJobs(app: String, blocks: [Int64], firsts: [Int], lasts: [Int]) -> SQL {
+        """
+        SELECT j.id, j.recipient, j.reason, j.privacy, \(JobPayload.recipientColumns(app: app))
+          FROM \(ranges(app: app, blocks: blocks, firsts: firsts, lasts: lasts, joining: """
+               LEFT JOIN LATERAL (SELECT m.parent_id FROM messages m WHERE m.app = \(app) AND m.id = b.message_id OFFSET 0) m ON true
+               """))
+         CROSS JOIN LATERAL (SELECT \(rangeJobID) AS id, b.message_id, p.recipient, herald_reason_name(p.reason) AS reason, p.privacy,
+                                    NULL::text AS kind, 0 AS badge, NULL::text AS exclude_device, NULL::text[] AS delivered_devices) j
          ORDER BY j.id
         """
     }
