@@ -295,15 +295,16 @@ extension JSONValue {
     public static func appendString(_ text: String, to bytes: inout [UInt8]) {
         let quote = UInt8(ascii: "\""), backslash = UInt8(ascii: "\\")
         bytes.append(quote)
-        // Most strings need no escape: appended whole (one copy of a native string's bytes).
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == quote || $0 == backslash }) {
-            bytes.append(contentsOf: text.utf8)
-        } else {
-            for byte in text.utf8 {
-                guard byte < 0x20 || byte == quote || byte == backslash else {
-                    bytes.append(byte)
-                    continue
-                }
+        // One pass over the string's contiguous UTF-8 (a native string's own storage): runs that
+        // need no escape are copied whole, each escaped byte written in between.
+        var text = text
+        text.withUTF8 { utf8 in
+            var start = 0
+            for index in utf8.indices {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == quote || byte == backslash else { continue }
+                bytes.append(contentsOf: utf8[start..<index])
+                start = index + 1
                 bytes.append(backslash)
                 switch byte {
                 case quote, backslash: bytes.append(byte)
@@ -315,6 +316,7 @@ extension JSONValue {
                     bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 15)]])
                 }
             }
+            bytes.append(contentsOf: utf8[start...])
         }
         bytes.append(quote)
     }
