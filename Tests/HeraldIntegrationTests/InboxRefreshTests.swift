@@ -91,7 +91,7 @@ struct InboxRefreshTests {
         let stored = try environment.connection().query(
             "SELECT thread_id FROM subscriptions WHERE app = \(app.id) AND uid = 'dave' ORDER BY activity_at DESC, thread_id DESC")
         #expect(try stored.map { try $0.decode(0, as: String.self) } != wantDave.map(\.thread))
-        _ = try refresher.runOnce()
+        _ = try refresher.runOnce(waiting: false)
         let held = try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = \(app.id)")[0]
             .decode(0, as: Int.self)
         #expect(held == 6, "no refresher takes a thread whose lock is held")
@@ -99,7 +99,7 @@ struct InboxRefreshTests {
         // A round takes the oldest stale threads of every app (other suites' too, some of them
         // locked by their tests): rounds until this app's are done.
         let refreshed = try eventually(seconds: 15) {
-            _ = try refresher.runOnce()
+            _ = try refresher.runOnce(waiting: false)
             return try environment.connection().query("SELECT count(*) FROM stale_threads WHERE app = \(app.id)")[0]
                 .decode(0, as: Int.self) == 0
         }
@@ -193,5 +193,43 @@ struct InboxRefreshTests {
         try slice()
         #expect(try current() == 8 && !stale(), "a whole pass on the thread as it is now")
         try inboxes()
+    }
+
+    /// A refresh step holds the thread's lock, which replies to the thread wait for: a busy
+    /// thread is left until it is quiet, or until it has waited the longest deferral.
+    @Test("a round leaves a busy thread until it is quiet or has waited the longest deferral")
+    func busyThreadsWait() throws {
+        let environment = try TestEnvironment.shared()
+        let client = environment.client
+        let refresher = environment.server.service.services.inboxRefresher
+        let app = try environment.makeApp(prefix: "refreshbusy")
+        #expect(try app.setMembers("g1", ["alice", "bob"], client: client).status == 200)
+        let now = nowMilliseconds()
+        try app.ingest([Events.message("p", id: "p", sender: "alice", at: now - 1000),
+                        Events.message("p1", id: "p1", sender: "bob", parent: "p", at: now)], client: client)
+        // Every refresher skips the thread while this session holds its lock (none takes it
+        // before: it was just replied to): the stale row stays.
+        let holder = try environment.connection()
+        defer { holder.close() }
+        try holder.query("SELECT pg_advisory_lock(hashtextextended(\(app.id) || ':t:p', 0))")
+        func due() throws -> Bool {
+            try refresher.due()[app.id]?.contains { $0.thread == "p" } ?? false
+        }
+        func set(_ assignments: SQL, on table: String) throws {
+            let key = SQL(unsafeRaw: table == "threads" ? "threads SET " : "stale_threads SET ")
+            let column = SQL(unsafeRaw: table == "threads" ? " AND parent_id = 'p'" : " AND thread_id = 'p'")
+            try holder.query("UPDATE " + key + assignments + " WHERE app = \(app.id)" + column)
+        }
+        #expect(try holder.query("SELECT count(*) FROM stale_threads WHERE app = \(app.id) AND thread_id = 'p'")[0].decode(0, as: Int.self) == 1)
+        #expect(try !due(), "just replied to: busy")
+        #expect(try refresher.due(waiting: false)[app.id]?.contains { $0.thread == "p" } == true)
+        try set("updated_at = herald_now_ms() - \(refresher.quietMilliseconds + 100)", on: "threads")
+        #expect(try due(), "quiet for longer than quietMilliseconds")
+        try set("updated_at = herald_now_ms()", on: "threads")
+        try set("since = herald_now_ms() - \(refresher.deferMilliseconds + 100)", on: "stale_threads")
+        #expect(try due(), "busy, but stale for longer than deferMilliseconds")
+        // a refresh step starts the wait again
+        try holder.query("SELECT herald_refresh_thread_rows(\(app.id), ARRAY['p'], 1)")
+        #expect(try !due(), "a step was just taken and the thread is busy")
     }
 }

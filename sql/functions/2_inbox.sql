@@ -182,7 +182,8 @@ $$;
 -- their subscribers' rows, the next slice of at most p_limit rows of each thread (in uid order,
 -- after the pass's cursor), and the threads' passes moved on (sql/0033_stale_thread_passes.sql):
 -- a thread whose pass ended on the version it began with is no longer stale; one that changed
--- meanwhile starts a new pass. Called under the threads' locks, as ingest takes them.
+-- meanwhile starts a new pass. Each step sets the thread's `since` to now (InboxRefresher waits
+-- from there for a busy thread). Called under the threads' locks, as ingest takes them.
 -- (Counts are derived when read: sql/0010_derived_unread.sql.)
 DROP FUNCTION IF EXISTS herald_refresh_thread_rows(text, text[]);
 CREATE OR REPLACE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[], p_limit int) RETURNS void
@@ -233,10 +234,12 @@ BEGIN
            coalesce(array_agg(thread_id) FILTER (WHERE NOT more AND unchanged), '{}')
       INTO going, going_after, going_version, again, done
       FROM progress;
-    UPDATE stale_threads st SET refresh_after = x.after, refresh_version = x.version
+    -- `since` moves to now with each step: a busy thread's next step waits for quiet or for the
+    -- refresher's longest deferral from here (InboxRefresher)
+    UPDATE stale_threads st SET refresh_after = x.after, refresh_version = x.version, since = herald_now_ms()
       FROM unnest(going, going_after, going_version) AS x(thread_id, after, version)
      WHERE st.app = p_app AND st.thread_id = x.thread_id;
-    UPDATE stale_threads st SET refresh_after = NULL, refresh_version = NULL
+    UPDATE stale_threads st SET refresh_after = NULL, refresh_version = NULL, since = herald_now_ms()
      WHERE st.app = p_app AND st.thread_id = ANY (again);
     -- done, and the threads without a row (nothing to refresh)
     DELETE FROM stale_threads st
