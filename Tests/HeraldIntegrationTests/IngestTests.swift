@@ -221,6 +221,42 @@ struct IngestTests {
         return (server, client, app, blocker, first)
     }
 
+    /// A request waits for its round with its connection suspended (`IngestCombiner.submit`):
+    /// a server thread that waited for the round kept every other connection it served waiting
+    /// too (8 connections on 16 threads: S2's median request waited for two rounds).
+    @Test("an ingest request waiting for its round holds no server thread: a server of one thread answers meanwhile")
+    func roundsHoldNoThread() throws {
+        let cluster = try TestEnvironment.shared() // shares the database, not the server
+        let url = try #require(cluster.server.service.services.configuration.databaseURL)
+        var configuration = try TestEnvironment.configuration(databaseURL: url)
+        configuration.threads = 1
+        let server = try HeraldTestServer.start(configuration)
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        let app = try cluster.makeApp()
+        let blocker = try cluster.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || 'g:g1', 0))")
+        let first = Thread.detachNewThreadResult {
+            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
+        }
+        #expect(eventually(seconds: 5) { server.http.inFlight >= 1 })
+        usleep(200_000)
+        // the round waits for the group lock; the server's one thread serves other requests
+        var quick = HTTPClient(port: server.port)
+        quick.timeoutSeconds = 5
+        let other = quick
+        #expect(try other.get("/healthz").status == 200)
+        let second = Thread.detachNewThreadResult {
+            try? other.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e2", id: "m2", sender: "bob", at: 1001)]))
+        }
+        usleep(200_000)
+        try blocker.query("COMMIT")
+        let answers = [try #require(first.wait(seconds: 10) ?? nil), try #require(second.wait(seconds: 10) ?? nil)]
+        #expect(answers.map(\.status) == [200, 200])
+        #expect(answers.map { $0.json["accepted"] as? Int } == [1, 1])
+    }
+
     @Test("too many ingest requests at once: 429 with Retry-After once the queue wait runs out, and nothing lost")
     func backpressure() throws {
         let (server, client, app, blocker, first) = try oneIngestSlotHeld(queueMilliseconds: 300)

@@ -38,7 +38,7 @@ package struct Dependencies: Sendable {
         self.console = console
         self.metrics = metrics
         self.inboxRefresher = inboxRefresher
-        self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestMaxInFlight)
+        self.ingestCombiner = IngestCombiner(database: database, lanes: configuration.ingestLanes)
         self.fanout = fanout
         self.jobWaiter = jobWaiter
         self.changeWaiter = changeWaiter

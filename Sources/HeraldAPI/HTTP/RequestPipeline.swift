@@ -21,7 +21,8 @@ package struct RequestPipeline: Sendable {
         TenancyAPI.register(in: &router)
         IngestAPI.register(in: &router, limiter: InFlightLimiter(
             limit: services.configuration.ingestMaxInFlight,
-            maxWaiting: max(0, services.configuration.threads - services.configuration.ingestMaxInFlight),
+            // a request that waits for a slot waits on a server thread: at most a quarter of them
+            maxWaiting: max(1, services.configuration.threads / 4),
             queueMilliseconds: services.configuration.ingestQueueMilliseconds))
         SubscriptionsAPI.register(in: &router)
         MembershipAPI.register(in: &router)
@@ -89,7 +90,9 @@ package struct RequestPipeline: Sendable {
             let service = self
             let matched = pattern
             let caller = principal
-            deferral.onComplete { final in service.logRequest(request, pattern: matched, principal: caller, status: final.status) }
+            deferral.onComplete { final in
+                service.logRequest(request, pattern: matched, principal: caller, status: final.status, extra: final.logFields)
+            }
         } else {
             logRequest(request, pattern: pattern, principal: principal, status: response.status, extra: response.logFields)
         }
@@ -143,6 +146,12 @@ package struct RequestPipeline: Sendable {
 
     /// Maps any error to its response; only `HTTPError`s reach the client as they are.
     package func errorResponse(_ error: any Error, request: Request, pattern: String) -> Response {
+        Self.errorResponse(error, logger: services.logger, requestID: request.id, pattern: pattern)
+    }
+
+    /// Maps any error to its response (and logs what is not the client's): for answers given
+    /// later, outside `respond` (a deferred ingest).
+    package static func errorResponse(_ error: any Error, logger: Logger, requestID: String, pattern: String) -> Response {
         if let error = error as? HTTPError { return error.response }
         if let error = error as? PostgresError {
             if error.code == .poolTimeout { return HTTPError.overloaded().response }
@@ -150,25 +159,25 @@ package struct RequestPipeline: Sendable {
                 // Input that PostgreSQL cannot hold (a NUL) which no reader refused first
                 // (`Request.jsonBody` does for bodies, `Identifier` for ids): bad input, not a
                 // fault; logged so that the reader that let it through is found.
-                services.logger.warn("a parameter PostgreSQL cannot hold reached a statement", [
-                    "requestId": .string(request.id), "route": .string(pattern), "error": .string(String(describing: error)),
+                logger.warn("a parameter PostgreSQL cannot hold reached a statement", [
+                    "requestId": .string(requestID), "route": .string(pattern), "error": .string(String(describing: error)),
                 ])
                 return HTTPError.badRequest("a value contains a NUL character (U+0000)").response
             }
             if error.isTransient {
-                services.logger.warn("transaction conflict", ["requestId": .string(request.id), "route": .string(pattern),
+                logger.warn("transaction conflict", ["requestId": .string(requestID), "route": .string(pattern),
                                                               "sqlState": .string(error.sqlState ?? "")])
                 return HTTPError.unavailable(retryAfterSeconds: 1).response
             }
             if error.isUnavailable {
-                services.logger.warn("database unavailable", [
-                    "requestId": .string(request.id), "route": .string(pattern), "error": .string(error.message),
+                logger.warn("database unavailable", [
+                    "requestId": .string(requestID), "route": .string(pattern), "error": .string(error.message),
                 ])
                 return HTTPError.unavailable().response
             }
         }
-        services.logger.error("unhandled error", [
-            "requestId": .string(request.id), "route": .string(pattern), "error": .string(String(describing: error)),
+        logger.error("unhandled error", [
+            "requestId": .string(requestID), "route": .string(pattern), "error": .string(String(describing: error)),
         ])
         return HTTPError.internalError.response
     }

@@ -16,6 +16,7 @@ package enum IngestAPI {
         package let inboxRefresher: InboxRefresher
         package let ingestCombiner: IngestCombiner
         package let jobWaiter: JobWaiter
+        package let logger: Logger
         package let metrics: Metrics
 
         package init(_ all: Dependencies) {
@@ -25,6 +26,7 @@ package enum IngestAPI {
             inboxRefresher = all.inboxRefresher
             ingestCombiner = all.ingestCombiner
             jobWaiter = all.jobWaiter
+            logger = all.logger
             metrics = all.metrics
         }
     }
@@ -33,16 +35,36 @@ package enum IngestAPI {
 
     package static func register(in router: inout Router<Route>, limiter: InFlightLimiter) {
         router.add(.post, "/v1/events", Route(access: .ingest, accepts: EventParser.mediaTypes) { (context: Context) in
-            try limiter.run { try ingest(context) }
+            try ingest(context, limiter: limiter)
         })
         router.add(.get, "/v1/events/rejected", Route(access: .server, handler: listRejected))
     }
 
-    package static func ingest(_ context: Context) throws -> Response {
+    /// Parses the events here, then hands them to their lane (`IngestCombiner`) and suspends the
+    /// connection until their round is committed: no server thread waits for a round. A slot of
+    /// `limiter` is held from the hand-over to the answer.
+    package static func ingest(_ context: Context, limiter: InFlightLimiter) throws -> Response {
         let request = context.request
         let items = try EventParser.parse(body: request.body, mediaType: request.mediaType, header: { request.header($0) })
         let services = context.services
-        let applied = try services.ingestCombiner.apply(items, app: context.app)
+        guard let deferral = request.deferral else {
+            return try limiter.run { try response(to: items, applied: services.ingestCombiner.apply(items, app: context.app), context: context) }
+        }
+        try limiter.acquire()
+        services.ingestCombiner.submit(items, app: context.app) { result in
+            defer { limiter.release() }
+            do {
+                deferral.complete(try response(to: items, applied: result.get(), context: context))
+            } catch {
+                deferral.complete(RequestPipeline.errorResponse(error, logger: services.logger, requestID: request.id, pattern: "/v1/events"))
+            }
+        }
+        return .deferred
+    }
+
+    /// The answer to events applied: each one's outcome; the workers that wait for what they produced are woken.
+    private static func response(to items: [EventParser.Item], applied: IngestCombiner.Result, context: Context) -> Response {
+        let services = context.services
         let (outcomes, jobsProduced) = (applied.outcomes, applied.jobsProduced)
         if outcomes.contains(where: { $0.status == .accepted }) {
             services.fanout.wake()
@@ -92,6 +114,13 @@ package final class InFlightLimiter: Sendable {
     }
 
     package func run<T>(_ body: () throws -> T) throws -> T {
+        try acquire()
+        defer { release() }
+        return try body()
+    }
+
+    /// Takes a slot, waiting as `run` does; every slot taken is given back with `release()`.
+    package func acquire() throws(HTTPError) {
         if slots.wait(timeout: .now()) == .timedOut {
             let queued = waiting.add(1, ordering: .relaxed).newValue
             defer { waiting.subtract(1, ordering: .relaxed) }
@@ -100,8 +129,11 @@ package final class InFlightLimiter: Sendable {
                 throw HTTPError.overloaded()
             }
         }
-        defer { slots.signal() }
-        return try body()
+    }
+
+    /// Gives back a slot `acquire()` took.
+    package func release() {
+        slots.signal()
     }
 }
 

@@ -8,11 +8,17 @@ import Postgres
 ///
 /// Requests that touch the same threads serialise on the threads' locks; each then pays a whole
 /// transaction — locks, a dozen statements, a commit — for one event. Instead, a request joins
-/// the lane of its first event's thread (or group). One request of a lane at a time leads: it
-/// takes every request queued in the lane (up to `maxEvents` events of one app), applies them
-/// together in one transaction with `IngestStore`, and hands each request its own outcomes.
-/// Requests that arrive meanwhile queue for the next round, led by the first of them. Lanes run
+/// the lane of its first event's thread (or group). Each lane applies its queue in rounds on a
+/// queue of its own: a round takes every request queued in the lane (up to `maxEvents` events
+/// of one app), applies them together in one transaction with `IngestStore`, and hands each
+/// request its own outcomes; requests that arrive meanwhile queue for the next round. Lanes run
 /// side by side, so requests on different threads still use every connection.
+///
+/// The rounds run on the lanes' queues, not on the requests' server threads: a request is
+/// parsed, handed over (`submit`) and its connection suspended until its round is done, so a
+/// server thread is never held for a round. (Held, a thread that also served another connection
+/// kept that connection's next request waiting for the whole round: with 8 connections on 16
+/// server threads, S2's requests waited twice the round at the median.)
 ///
 /// Every outcome is committed before its request is answered, as before; the batch is what a bus
 /// could have sent as one request, and routing does not depend on batching (SPEC §4). If the
@@ -25,16 +31,17 @@ package final class IngestCombiner: Sendable {
         package let combined: Int
     }
 
-    package final class Pending: @unchecked Sendable {
+    package typealias Completion = @Sendable (Swift.Result<Result, any Error>) -> Void
+
+    package final class Pending: Sendable {
         package let app: String
         package let items: [EventParser.Item]
-        package let signal = DispatchSemaphore(value: 0)
-        // Written by the leader before `signal`, read by the owner after it.
-        package var result: Swift.Result<Result, any Error>?
+        package let completion: Completion
 
-        package init(app: String, items: [EventParser.Item]) {
+        package init(app: String, items: [EventParser.Item], completion: @escaping Completion) {
             self.app = app
             self.items = items
+            self.completion = completion
         }
     }
 
@@ -46,32 +53,49 @@ package final class IngestCombiner: Sendable {
     package let database: PostgresPool
     package let maxEvents: Int
     private let lanes: [Lock<Lane>]
+    private let workers: [DispatchQueue]
 
     package init(database: PostgresPool, lanes: Int, maxEvents: Int = 1000) {
         self.database = database
         self.maxEvents = maxEvents
         self.lanes = (0..<max(1, lanes)).map { _ in Lock(Lane()) }
+        self.workers = (0..<max(1, lanes)).map { DispatchQueue(label: "herald.ingest-lane-\($0)", qos: .userInitiated) }
     }
 
-    /// Applies `items` for `app`, possibly together with other requests; returns this request's outcomes.
-    package func apply(_ items: [EventParser.Item], app: String) throws -> Result {
+    /// Applies `items` for `app`, possibly together with other requests; `completion` gets this
+    /// request's outcomes (or the round's error) on the lane's queue, once they are committed.
+    package func submit(_ items: [EventParser.Item], app: String, completion: @escaping Completion) {
         let laneIndex = Self.lane(of: items, app: app, count: lanes.count)
-        let lane = lanes[laneIndex]
-        let me = Pending(app: app, items: items)
-        let leads = lane.withLock { lane -> Bool in
-            lane.queue.append(me)
+        let starts = lanes[laneIndex].withLock { lane -> Bool in
+            lane.queue.append(Pending(app: app, items: items, completion: completion))
             if lane.busy { return false }
             lane.busy = true
             return true
         }
-        if !leads {
-            me.signal.wait()
-            // Either a leader applied this request, or the last leader handed the lane over.
-            if let result = me.result { return try result.get() }
+        if starts { workers[laneIndex].async { [self] in drain(lane: laneIndex) } }
+    }
+
+    /// Applies `items` for `app` as `submit` does, waiting for the outcomes on this thread.
+    package func apply(_ items: [EventParser.Item], app: String) throws -> Result {
+        let done = DispatchSemaphore(value: 0)
+        let answer = Lock<Swift.Result<Result, any Error>?>(nil)
+        submit(items, app: app) { result in
+            answer.withLock { $0 = result }
+            done.signal()
         }
-        while me.result == nil {
+        done.wait()
+        return try answer.withLock { $0! }.get()
+    }
+
+    /// Rounds until the lane's queue is empty; then the lane is free, and the next request starts it again.
+    private func drain(lane laneIndex: Int) {
+        let lane = lanes[laneIndex]
+        while true {
             let round = lane.withLock { lane -> [Pending] in
-                guard let first = lane.queue.first else { return [] }
+                guard let first = lane.queue.first else {
+                    lane.busy = false
+                    return []
+                }
                 var taken: [Pending] = []
                 var events = 0
                 var rest: [Pending] = []
@@ -86,21 +110,14 @@ package final class IngestCombiner: Sendable {
                 lane.queue = rest
                 return taken
             }
-            run(round, lane: laneIndex)
-            for pending in round where pending !== me { pending.signal.signal() }
+            guard !round.isEmpty else { return }
+            for (pending, result) in zip(round, run(round, lane: laneIndex)) { pending.completion(result) }
         }
-        // Hand the lane to the first request still waiting, or free it.
-        let next = lane.withLock { lane -> Pending? in
-            if let first = lane.queue.first { return first }
-            lane.busy = false
-            return nil
-        }
-        next?.signal.signal()
-        return try me.result!.get()
     }
 
-    private func run(_ round: [Pending], lane: Int) {
-        guard let app = round.first?.app else { return }
+    /// One round in one transaction: each request's result, in order.
+    private func run(_ round: [Pending], lane: Int) -> [Swift.Result<Result, any Error>] {
+        guard let app = round.first?.app else { return [] }
         do {
             let all = round.flatMap(\.items)
             // the lane's last connection: its statements are prepared and planned there already
@@ -108,13 +125,13 @@ package final class IngestCombiner: Sendable {
                 try IngestStore().apply(all, app: app, on: connection)
             }
             var offset = 0
-            for (index, pending) in round.enumerated() {
+            return round.enumerated().map { index, pending in
                 let mine = Array(outcomes[offset..<offset + pending.items.count])
                 offset += pending.items.count
-                pending.result = .success(Result(outcomes: mine, jobsProduced: index == 0 ? jobs : 0, combined: round.count))
+                return .success(Result(outcomes: mine, jobsProduced: index == 0 ? jobs : 0, combined: round.count))
             }
         } catch {
-            for pending in round { pending.result = .failure(error) }
+            return round.map { _ in .failure(error) }
         }
     }
 

@@ -52,9 +52,13 @@ package struct Configuration: Sendable, Equatable {
     package var idleTimeoutSeconds: Int
     /// Seconds a new connection has to send a whole request head (`HERALD_HEADER_TIMEOUT_SECONDS`).
     package var headerTimeoutSeconds: Int
-    /// Ingest requests processed at once (`HERALD_INGEST_MAX_IN_FLIGHT`, default: three quarters
-    /// of the threads, so other routes keep threads free); more wait for a slot.
+    /// Ingest requests in flight at once (`HERALD_INGEST_MAX_IN_FLIGHT`, default: four per
+    /// thread); more wait for a slot. A request in flight holds no server thread (its connection
+    /// waits suspended for its round); `ingestLanes` rounds run at once.
     package var ingestMaxInFlight: Int
+    /// Ingest rounds (transactions) at once: three quarters of the threads, at most
+    /// `ingestMaxInFlight`.
+    package var ingestLanes: Int { max(1, min(ingestMaxInFlight, threads * 3 / 4)) }
     /// Milliseconds an ingest request waits for a slot before 429 (`HERALD_INGEST_QUEUE_MS`, 0: never waits).
     package var ingestQueueMilliseconds: Int
     /// Days dedupe records (and rejected events) are kept (`HERALD_DEDUPE_RETENTION_DAYS`, 7–3650).
@@ -83,7 +87,7 @@ package struct Configuration: Sendable, Equatable {
     package static let `default` = Configuration(
         databaseURL: nil, listenHost: "127.0.0.1", listenPort: 8080, adminToken: nil, threads: 16,
         databasePoolSize: 16, databaseAcquireTimeoutMs: 5000, maxBodyBytes: 4 * 1024 * 1024,
-        maxConnections: 4096, idleTimeoutSeconds: 60, headerTimeoutSeconds: 10, ingestMaxInFlight: 12, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
+        maxConnections: 4096, idleTimeoutSeconds: 60, headerTimeoutSeconds: 10, ingestMaxInFlight: 64, ingestQueueMilliseconds: 2000, dedupeRetentionDays: 7, fanoutLeaseSeconds: 60, drainTimeoutSeconds: 30, logLevel: .info,
         migrationsDirectory: nil)
 
     /// The names of every variable `init(environment:)` reads, for help texts.
@@ -107,7 +111,7 @@ package struct Configuration: Sendable, Equatable {
         ("HERALD_MAX_LONG_POLLS_PER_USER", "feed long polls of one user waiting at once (default 10)"),
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
         ("HERALD_HEADER_TIMEOUT_SECONDS", "a new connection's deadline for its request head (default 10)"),
-        ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests processed at once (default 3/4 of the threads)"),
+        ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests in flight at once (default 4 per thread)"),
         ("HERALD_INGEST_QUEUE_MS", "wait for an ingest slot before 429 (default 2000; 0: answer 429 at once)"),
         ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
         ("HERALD_DEDUPE_RETENTION_DAYS", "days events are remembered for dedupe (default 7, at least 7)"),
@@ -176,7 +180,7 @@ package struct Configuration: Sendable, Equatable {
         if let perUser = try integer("HERALD_MAX_LONG_POLLS_PER_USER", 1...1_000) { maxLongPollsPerUser = perUser }
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
         if let head = try integer("HERALD_HEADER_TIMEOUT_SECONDS", 1...3_600) { headerTimeoutSeconds = head }
-        ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...512) ?? max(1, threads * 3 / 4)
+        ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...4096) ?? max(1, threads * 4)
         if let wait = try integer("HERALD_INGEST_QUEUE_MS", 0...60_000) { ingestQueueMilliseconds = wait }
         if let days = try integer("HERALD_DEDUPE_RETENTION_DAYS", 7...3650) { dedupeRetentionDays = days }
         if let lease = try integer("HERALD_FANOUT_LEASE_SECONDS", 1...3600) { fanoutLeaseSeconds = lease }
