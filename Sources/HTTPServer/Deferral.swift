@@ -13,6 +13,8 @@ public final class Deferral: @unchecked Sendable {
         var response: Response?
         var suspended = false
         var onComplete: (@Sendable (Response) -> Void)?
+        /// Set by the server while the connection is suspended: forgets it (`HTTPServer.suspended`).
+        var onResume: (@Sendable () -> Void)?
     }
 
     private let state = Mutex(State())
@@ -22,28 +24,37 @@ public final class Deferral: @unchecked Sendable {
         self.connection = connection
     }
 
-    /// Called with the response when it is complete (for example to log it).
+    /// Called with the response when it is complete (for example to log it); at once if it is
+    /// complete already (an answer can come before the responder has returned `.deferred`).
     public func onComplete(_ body: @escaping @Sendable (Response) -> Void) {
-        state.withLock { $0.onComplete = body }
+        let done = state.withLock { state -> Response? in
+            if let response = state.response { return response }
+            state.onComplete = body
+            return nil
+        }
+        if let done { body(done) }
     }
 
     /// Answers the request; only the first call counts.
     public func complete(_ response: Response) {
-        let callback = state.withLock { state -> (@Sendable (Response) -> Void)? in
-            guard state.response == nil else { return nil }
+        let (callback, resumed) = state.withLock { state -> ((@Sendable (Response) -> Void)?, (@Sendable () -> Void)?) in
+            guard state.response == nil else { return (nil, nil) }
             state.response = response
             if state.suspended { MHD_resume_connection(connection) }
-            return state.onComplete
+            defer { state.onResume = nil }
+            return (state.onComplete, state.onResume)
         }
+        resumed?()
         callback?(response)
     }
 
     /// After the responder returned `.deferred`: the response if it is complete already, else
     /// suspends the connection (under the lock, so that `complete` resumes it only afterwards).
-    func suspendUnlessComplete() -> Response? {
+    func suspendUnlessComplete(onResume: @escaping @Sendable () -> Void) -> Response? {
         state.withLock { state in
             if let response = state.response { return response }
             state.suspended = true
+            state.onResume = onResume
             MHD_suspend_connection(connection)
             return nil
         }

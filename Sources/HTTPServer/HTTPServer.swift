@@ -57,6 +57,8 @@ public final class HTTPServer: @unchecked Sendable {
     let inFlightCount = Atomic<Int>(0)
     let draining = Atomic<Bool>(false)
     let connections: ConnectionTable
+    /// The requests whose connections wait suspended for a deferred answer, until it comes.
+    let suspended = Mutex<[ObjectIdentifier: Deferral]>([:])
 
     /// A server that is not listening yet: `start()` binds and serves.
     public init(configuration: Configuration, responder: @escaping Responder) {
@@ -160,6 +162,16 @@ public final class HTTPServer: @unchecked Sendable {
         if socket >= 0 { close(socket) }
         var waited = 0.0
         while inFlight > 0 && waited < drainTimeoutSeconds {
+            usleep(10_000)
+            waited += 0.01
+        }
+        // Deferred answers that did not come in time (a round stuck on a lock): 503, so that no
+        // connection is left suspended when the daemon stops (libmicrohttpd forbids it), and the
+        // threads a moment to send them.
+        let late = suspended.withLock { Array($0.values) }
+        for deferral in late { deferral.complete(HTTPError.unavailable().response) }
+        waited = 0
+        while !late.isEmpty && inFlight > 0 && waited < 1 {
             usleep(10_000)
             waited += 0.01
         }
@@ -352,7 +364,12 @@ private let accessHandlerCallback: MHD_AccessHandlerCallback = { cls, connection
     if response.isDeferred, let deferral = request.deferral {
         state.deferral = deferral
         state.requestID = request.id
-        guard let ready = deferral.suspendUnlessComplete() else { return .YES }
+        let key = ObjectIdentifier(deferral)
+        server.suspended.withLock { $0[key] = deferral }
+        guard let ready = deferral.suspendUnlessComplete(onResume: { [weak server] in
+            _ = server?.suspended.withLock { $0.removeValue(forKey: key) }
+        }) else { return .YES }
+        server.suspended.withLock { _ = $0.removeValue(forKey: key) }
         return queue(ready, requestID: request.id, server: server, connection: connection)
     }
     return queue(response, requestID: request.id, server: server, connection: connection)

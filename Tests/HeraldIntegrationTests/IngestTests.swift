@@ -199,8 +199,8 @@ struct IngestTests {
     }
 
     /// A server of its own (on the shared database) with one ingest slot and this queue wait,
-    /// whose slot is held: a first request waits inside the handler for the group lock that
-    /// `blocker` holds until the caller commits it.
+    /// whose slot is held: a first request's round waits for the group lock that `blocker`
+    /// holds until the caller commits it.
     func oneIngestSlotHeld(queueMilliseconds: Int) throws
         -> (server: HeraldServer, client: HTTPClient, app: TestApp, blocker: PostgresConnection, first: ThreadResult<HTTPResult?>) {
         let cluster = try TestEnvironment.shared() // shares the database, not the server

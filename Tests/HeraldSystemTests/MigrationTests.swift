@@ -232,6 +232,15 @@ struct MigrationTests {
                            array_fill(false, ARRAY[10])
                       FROM generate_series(1, 300) g
                     """)
+                // every user's unread threads (the badge) and digest windows (whether a job opened one)
+                try connection.queryOnce("""
+                    INSERT INTO subscriptions (app, uid, thread_id, subscribed, updated_at, visible, has_unread)
+                    SELECT \(app), 'u' || g, 't' || t, true, 1, true, true FROM generate_series(1, 2000) g, generate_series(1, 3) t
+                    """)
+                try connection.queryOnce("""
+                    INSERT INTO digest_windows (app, thread_id, uid, opened_at, ends_at, opened_by, max_age_ms)
+                    SELECT \(app), 't1', 'u' || g, 1, 2, 'm' || (g % 300 + 1), 60000 FROM generate_series(1, 2000) g
+                    """)
                 try connection.queryOnce("""
                     INSERT INTO devices (app, uid, id, platform, token)
                     SELECT \(app), 'u' || g, d, 'apns', \(app) || d || g FROM generate_series(1, 2000) g, unnest(ARRAY['phone', 'tablet']) d
@@ -239,7 +248,8 @@ struct MigrationTests {
                 if app == "old" { try connection.queryOnce("ANALYZE") }
             }
             let block = try connection.queryOnce("SELECT id FROM job_blocks WHERE app = 'new' AND message_id = 'm150'")[0].decode(0, as: Int64.self)
-            let payloads = JobQueue.payloads(app: "new", rowIDs: [], blocks: [block], firsts: [0], lasts: [10])
+            let payloads = JobQueue.payloads(app: "new", rowIDs: [], blocks: [block], firsts: [0], lasts: [1])
+            let blockJobs = JobQueue.blockJobs(app: "new", blocks: [block], firsts: [1], lasts: [10])
             func explain(_ sql: SQL) throws -> String {
                 try connection.queryOnce("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql)
                     .map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
@@ -248,17 +258,21 @@ struct MigrationTests {
             // whole (a scan, or a hash built from it).
             func expectKeyed(_ plan: String) {
                 #expect(plan.contains("devices_pkey") && !plan.contains("Rows Removed by") && !plan.contains("Hash"), "\(plan)")
-                for table in ["job_blocks", "events", "messages", "reactions", "member_actions", "devices"] {
+                for table in ["job_blocks", "events", "messages", "reactions", "member_actions", "devices", "digest_windows", "subscriptions"] {
                     #expect(!plan.contains("Seq Scan on \(table) "), "\(table): \(plan)")
                 }
             }
-            // a custom plan, for the values given
-            expectKeyed(try explain(payloads))
-            // and the generic plan that a claim runs (`GenericPlans`), for any values
-            try connection.queryOnce("SET plan_cache_mode = force_generic_plan")
-            try connection.queryOnce(SQL(unsafeRaw: "PREPARE payloads AS " + payloads.text))
-            let values = payloads.parameters.map { $0.postgresText.map { "'" + $0.replacing("'", with: "''") + "'" } ?? "NULL" }
-            expectKeyed(try explain(SQL(unsafeRaw: "EXECUTE payloads(\(values.joined(separator: ", ")))")))
+            // the claim's two statements (each range's first job; the range's others), each with a
+            // custom plan, for the values given, and the generic plan that a claim runs
+            // (`GenericPlans`), for any values
+            for (name, statement) in [("payloads", payloads), ("block_jobs", blockJobs)] {
+                try connection.queryOnce("SET plan_cache_mode = auto")
+                expectKeyed(try explain(statement))
+                try connection.queryOnce("SET plan_cache_mode = force_generic_plan")
+                try connection.queryOnce(SQL(unsafeRaw: "PREPARE \(name) AS " + statement.text))
+                let values = statement.parameters.map { $0.postgresText.map { "'" + $0.replacing("'", with: "''") + "'" } ?? "NULL" }
+                expectKeyed(try explain(SQL(unsafeRaw: "EXECUTE \(name)(\(values.joined(separator: ", ")))")))
+            }
         }
     }
 }

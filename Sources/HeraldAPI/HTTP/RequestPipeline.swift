@@ -21,8 +21,7 @@ package struct RequestPipeline: Sendable {
         TenancyAPI.register(in: &router)
         IngestAPI.register(in: &router, limiter: InFlightLimiter(
             limit: services.configuration.ingestMaxInFlight,
-            // a request that waits for a slot waits on a server thread: at most a quarter of them
-            maxWaiting: max(1, services.configuration.threads / 4),
+            maxWaiting: services.configuration.ingestMaxWaiting,
             queueMilliseconds: services.configuration.ingestQueueMilliseconds))
         SubscriptionsAPI.register(in: &router)
         MembershipAPI.register(in: &router)

@@ -1,6 +1,7 @@
 import HeraldDomain
 import HeraldStore
 import Dispatch
+import Foundation
 import Locking
 import Postgres
 
@@ -9,16 +10,14 @@ import Postgres
 /// Requests that touch the same threads serialise on the threads' locks; each then pays a whole
 /// transaction — locks, a dozen statements, a commit — for one event. Instead, a request joins
 /// the lane of its first event's thread (or group). Each lane applies its queue in rounds on a
-/// queue of its own: a round takes every request queued in the lane (up to `maxEvents` events
+/// thread of its own while it has work: a round takes every request queued in the lane (up to `maxEvents` events
 /// of one app), applies them together in one transaction with `IngestStore`, and hands each
 /// request its own outcomes; requests that arrive meanwhile queue for the next round. Lanes run
 /// side by side, so requests on different threads still use every connection.
 ///
-/// The rounds run on the lanes' queues, not on the requests' server threads: a request is
+/// The rounds run on the lanes' threads, not on the requests' server threads: a request is
 /// parsed, handed over (`submit`) and its connection suspended until its round is done, so a
-/// server thread is never held for a round. (Held, a thread that also served another connection
-/// kept that connection's next request waiting for the whole round: with 8 connections on 16
-/// server threads, S2's requests waited twice the round at the median.)
+/// server thread is never held for a round (why: docs/subscriptions.md, "Group commit").
 ///
 /// Every outcome is committed before its request is answered, as before; the batch is what a bus
 /// could have sent as one request, and routing does not depend on batching (SPEC §4). If the
@@ -53,17 +52,15 @@ package final class IngestCombiner: Sendable {
     package let database: PostgresPool
     package let maxEvents: Int
     private let lanes: [Lock<Lane>]
-    private let workers: [DispatchQueue]
 
     package init(database: PostgresPool, lanes: Int, maxEvents: Int = 1000) {
         self.database = database
         self.maxEvents = maxEvents
         self.lanes = (0..<max(1, lanes)).map { _ in Lock(Lane()) }
-        self.workers = (0..<max(1, lanes)).map { DispatchQueue(label: "herald.ingest-lane-\($0)", qos: .userInitiated) }
     }
 
     /// Applies `items` for `app`, possibly together with other requests; `completion` gets this
-    /// request's outcomes (or the round's error) on the lane's queue, once they are committed.
+    /// request's outcomes (or the round's error) on the lane's thread, once they are committed.
     package func submit(_ items: [EventParser.Item], app: String, completion: @escaping Completion) {
         let laneIndex = Self.lane(of: items, app: app, count: lanes.count)
         let starts = lanes[laneIndex].withLock { lane -> Bool in
@@ -72,7 +69,13 @@ package final class IngestCombiner: Sendable {
             lane.busy = true
             return true
         }
-        if starts { workers[laneIndex].async { [self] in drain(lane: laneIndex) } }
+        // A thread of its own (not Dispatch's pool, whose threads a round blocking on a lock
+        // could all hold) for as long as the lane has work.
+        if starts {
+            let thread = Thread { [self] in drain(lane: laneIndex) }
+            thread.name = "herald-ingest-lane-\(laneIndex)"
+            thread.start()
+        }
     }
 
     /// Applies `items` for `app` as `submit` does, waiting for the outcomes on this thread.

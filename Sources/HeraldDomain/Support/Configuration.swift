@@ -59,6 +59,9 @@ package struct Configuration: Sendable, Equatable {
     /// Ingest rounds (transactions) at once: three quarters of the threads, at most
     /// `ingestMaxInFlight`.
     package var ingestLanes: Int { max(1, min(ingestMaxInFlight, threads * 3 / 4)) }
+    /// Ingest requests that may wait for a slot at once, each on a server thread: a quarter of
+    /// the threads, so other routes keep theirs.
+    package var ingestMaxWaiting: Int { max(1, threads / 4) }
     /// Milliseconds an ingest request waits for a slot before 429 (`HERALD_INGEST_QUEUE_MS`, 0: never waits).
     package var ingestQueueMilliseconds: Int
     /// Days dedupe records (and rejected events) are kept (`HERALD_DEDUPE_RETENTION_DAYS`, 7–3650).

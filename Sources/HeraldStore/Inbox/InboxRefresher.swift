@@ -19,10 +19,7 @@ import Synchronization
 ///
 /// A busy thread waits: a round takes a thread once it has been quiet for `quietMilliseconds`
 /// (its row unchanged), or once `deferMilliseconds` have passed since it became stale or since
-/// its last refresh step. Reading is exact either way (a stale thread's rows are read with the
-/// thread's own activity), so the refresh can yield to the replies: under a burst of replies to
-/// one thread, every slice it took under the thread's lock held up the replies in flight (S2 of
-/// `make bench`, 500 subscribers: rounds of tens of milliseconds, p99 2–4× p50).
+/// its last refresh step (`due`; why: docs/inbox.md).
 package final class InboxRefresher: Sendable {
     package let database: PostgresPool
     package let logger: Logger
@@ -56,17 +53,19 @@ package final class InboxRefresher: Sendable {
     /// Refreshes rounds until `shutdown()`; a round that fails is logged and the next one comes.
     package func run() {
         loop.run { [self] in
-            var refreshed = 0
+            var round = (refreshed: 0, deferred: false)
             do {
-                refreshed = try runOnce()
+                round = try runOnce()
             } catch let error as PostgresError where error.isUnavailable || error.code == .poolClosed {
-                refreshed = 0
+                round = (0, false)
             } catch {
                 logger.warn("inbox refresh failed", ["error": .string(String(describing: error))])
             }
-            // After a round, the spacing whatever wakes it (more replies coalesce into one update
-            // per row); idle, until ingest lists a thread or a second (other instances' threads).
-            return refreshed > 0 ? .rest(seconds: Double(spacingMilliseconds) / 1000) : .idle(seconds: 1)
+            // After a round, or with busy threads left for later, the spacing whatever wakes it
+            // (more replies coalesce into one update per row; ingest's wakes do not make it look
+            // again at threads it left); idle, until ingest lists a thread or a second (other
+            // instances' threads).
+            return round.refreshed > 0 || round.deferred ? .rest(seconds: Double(spacingMilliseconds) / 1000) : .idle(seconds: 1)
         }
     }
 
@@ -77,29 +76,40 @@ package final class InboxRefresher: Sendable {
     package func shutdown() { loop.shutdown() }
 
     /// The stale threads a round takes, by app, oldest first: quiet ones, and busy ones that
-    /// have waited long enough. `waiting: false` takes busy threads too (tests that refresh at once).
-    package func due(waiting: Bool = true) throws -> [String: [(thread: String, group: String?)]] {
+    /// have waited long enough (`threads`); `deferred` when busy ones were left for later.
+    /// `waiting: false` takes busy threads too, and `app` looks at one app's (tests).
+    package func due(waiting: Bool = true, app: String? = nil) throws -> (threads: [String: [(thread: String, group: String?)]], deferred: Bool) {
         let quiet = waiting ? quietMilliseconds : 0, deferred = waiting ? deferMilliseconds : 0
+        let only: SQL = app.map { "WHERE st.app = \($0)" } ?? ""
         let stale = try database.withConnection { connection in
             try connection.query("""
-                SELECT st.app, st.thread_id, t.group_id FROM stale_threads st
-                  LEFT JOIN threads t ON t.app = st.app AND t.parent_id = st.thread_id
-                 WHERE t.updated_at IS NULL OR t.updated_at <= herald_now_ms() - \(quiet) OR st.since <= herald_now_ms() - \(deferred)
-                 ORDER BY st.since LIMIT \(batch)
+                SELECT x.* FROM (
+                    SELECT st.app, st.thread_id, t.group_id, st.since,
+                           t.updated_at IS NULL OR t.updated_at <= herald_now_ms() - \(quiet) OR st.since <= herald_now_ms() - \(deferred) AS due
+                      FROM stale_threads st
+                      LEFT JOIN threads t ON t.app = st.app AND t.parent_id = st.thread_id
+                      \(only)) x
+                 ORDER BY x.due DESC, x.since LIMIT \(batch)
                 """)
         }
         var byApp: [String: [(thread: String, group: String?)]] = [:]
+        var left = false
         for row in stale {
+            guard try row.decode("due", as: Bool.self) else {
+                left = true
+                continue
+            }
             byApp[try row.decode("app", as: String.self), default: []].append((try row.decode("thread_id"), try row.decode("group_id")))
         }
-        return byApp
+        return (byApp, left)
     }
 
-    /// One round; returns how many threads were refreshed (`due` says which are taken).
+    /// One round: how many threads were refreshed (`due` says which are taken), and whether
+    /// busy ones were left for later.
     @discardableResult
-    package func runOnce(waiting: Bool = true) throws -> Int {
-        let byApp = try due(waiting: waiting)
-        guard !byApp.isEmpty else { return 0 }
+    package func runOnce(waiting: Bool = true) throws -> (refreshed: Int, deferred: Bool) {
+        let (byApp, deferred) = try due(waiting: waiting)
+        guard !byApp.isEmpty else { return (0, deferred) }
         var refreshed = 0
         for (app, threads) in byApp {
             refreshed += try database.withTransaction { connection -> Int in
@@ -116,6 +126,6 @@ package final class InboxRefresher: Sendable {
                 return locked.count
             }
         }
-        return refreshed
+        return (refreshed, deferred)
     }
 }

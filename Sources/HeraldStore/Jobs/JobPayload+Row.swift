@@ -73,9 +73,11 @@ extension JobPayload {
              THEN (SELECT count(*)::int FROM subscriptions s WHERE s.app = \(app) AND s.uid = j.recipient AND s.visible AND s.has_unread)
              ELSE j.badge END AS badge,
         -- SPEC §17: a digestible reply job that opened a digest window collapses by thread, so
-        -- that the digest at the window's end replaces it on the device
+        -- that the digest at the window's end replaces it on the device. A probe of the opener's
+        -- key per job (OFFSET 0): without it the planner may hash the app's every window once
+        -- per claim (MigrationTests.claimOfANewApp)
         CASE WHEN j.kind IS NULL AND m.parent_id IS NOT NULL AND j.reason IN ('subscribedThread', 'allReplies')
-             THEN EXISTS (SELECT 1 FROM digest_windows w WHERE w.app = \(app) AND w.opened_by = j.message_id AND w.uid = j.recipient)
+             THEN EXISTS (SELECT 1 FROM digest_windows w WHERE w.app = \(app) AND w.opened_by = j.message_id AND w.uid = j.recipient OFFSET 0)
              ELSE false END AS opened_digest,
         \(Device.Target.recipientDevices(app: app)) AS devices
         """

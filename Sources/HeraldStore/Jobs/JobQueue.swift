@@ -161,7 +161,10 @@ package enum JobQueue {
         }
         for row in results[1] {
             let id = try row.decode("id", as: Int64.self)
-            guard let first = firstJobs[JobBlocks.place(id).block] else { continue }
+            guard let first = firstJobs[JobBlocks.place(id).block] else {
+                // the first statement read every range's first job in the same transaction
+                throw PostgresError(code: .decoding, message: "job \(id) of a claimed range came without its range's first job")
+            }
             jobs.append(try JobPayload(block: first, row: row))
         }
         return jobs.sorted { $0.id < $1.id }
