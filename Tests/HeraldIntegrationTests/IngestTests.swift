@@ -203,11 +203,20 @@ struct IngestTests {
     /// holds until the caller commits it.
     func oneIngestSlotHeld(queueMilliseconds: Int) throws
         -> (server: HeraldServer, client: HTTPClient, app: TestApp, blocker: PostgresConnection, first: ThreadResult<HTTPResult?>) {
+        try firstRoundBlocked { configuration in
+            configuration.ingestMaxInFlight = 1
+            configuration.ingestQueueMilliseconds = queueMilliseconds
+        }
+    }
+
+    /// A server of its own (on the shared database), set up by `configure`, whose first ingest
+    /// request's round waits for the group lock that `blocker` holds until the caller commits it.
+    func firstRoundBlocked(_ configure: (inout HeraldDomain.Configuration) -> Void) throws
+        -> (server: HeraldServer, client: HTTPClient, app: TestApp, blocker: PostgresConnection, first: ThreadResult<HTTPResult?>) {
         let cluster = try TestEnvironment.shared() // shares the database, not the server
         let url = try #require(cluster.server.service.services.configuration.databaseURL)
         var configuration = try TestEnvironment.configuration(databaseURL: url)
-        configuration.ingestMaxInFlight = 1
-        configuration.ingestQueueMilliseconds = queueMilliseconds
+        configure(&configuration)
         let server = try HeraldTestServer.start(configuration)
         let client = HTTPClient(port: server.port)
         let app = try cluster.makeApp()
@@ -223,24 +232,11 @@ struct IngestTests {
 
     /// A request waits for its round with its connection suspended (`IngestCombiner.submit`):
     /// a server thread that waited for the round kept every other connection it served waiting
-    /// too (8 connections on 16 threads: S2's median request waited for two rounds).
+    /// too (docs/subscriptions.md, "Group commit").
     @Test("an ingest request waiting for its round holds no server thread: a server of one thread answers meanwhile")
     func roundsHoldNoThread() throws {
-        let cluster = try TestEnvironment.shared() // shares the database, not the server
-        let url = try #require(cluster.server.service.services.configuration.databaseURL)
-        var configuration = try TestEnvironment.configuration(databaseURL: url)
-        configuration.threads = 1
-        let server = try HeraldTestServer.start(configuration)
+        let (server, _, app, blocker, first) = try firstRoundBlocked { $0.threads = 1 }
         defer { server.shutdown() }
-        let client = HTTPClient(port: server.port)
-        let app = try cluster.makeApp()
-        let blocker = try cluster.connection()
-        try blocker.query("BEGIN")
-        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || 'g:g1', 0))")
-        let first = Thread.detachNewThreadResult {
-            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([Events.message("e1", id: "m1", sender: "alice", at: 1000)]))
-        }
-        #expect(eventually(seconds: 5) { server.http.inFlight >= 1 })
         usleep(200_000)
         // the round waits for the group lock; the server's one thread serves other requests
         var quick = HTTPClient(port: server.port)
