@@ -212,9 +212,11 @@ struct InboxRefreshTests {
         let holder = try environment.connection()
         defer { holder.close() }
         try holder.query("SELECT pg_advisory_lock(hashtextextended(\(app.id) || ':t:p', 0))")
+        // (two statements: Citus takes no function but an immutable one in an upsert's update)
+        try holder.query("INSERT INTO stale_threads (app, thread_id) VALUES (\(app.id), 'p') ON CONFLICT DO NOTHING")
         try holder.query("""
-            INSERT INTO stale_threads (app, thread_id) VALUES (\(app.id), 'p')
-            ON CONFLICT (app, thread_id) DO UPDATE SET since = herald_now_ms(), refresh_after = NULL, refresh_version = NULL
+            UPDATE stale_threads SET since = herald_now_ms(), refresh_after = NULL, refresh_version = NULL
+             WHERE app = \(app.id) AND thread_id = 'p'
             """)
         func set(_ assignments: SQL, on table: String) throws {
             let key = SQL(unsafeRaw: table == "threads" ? "threads SET " : "stale_threads SET ")
