@@ -253,6 +253,45 @@ struct IngestTests {
         #expect(answers.map { $0.json["accepted"] as? Int } == [1, 1])
     }
 
+    /// A batch waits only where it must: its events in threads that another transaction holds
+    /// wait for those threads, the others are applied at once (`IngestStore.apply`). A whole
+    /// batch used to wait for any one of its threads, so W1's batches of 100 replies, which
+    /// nearly always share a thread with another batch in flight, ran one after the other.
+    @Test("a batch with one of its threads held elsewhere applies its other threads' events at once, then the held ones")
+    func heldThreadWaitsAlone() throws {
+        let app = try environment.makeApp()
+        // members already: a message from a newcomer would need its group's lock alone
+        for (group, members) in [("g1", #"["alice","bob"]"#), ("g2", #"["carol"]"#)] {
+            let snapshot = try client.send("PUT", "/v1/groups/\(group)/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                           body: Array(#"{"members":\#(members)}"#.utf8))
+            #expect(snapshot.status == 200)
+        }
+        let blocker = try environment.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey("m1")), 0))")
+        let client = self.client
+        let batch = Thread.detachNewThreadResult {
+            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
+                Events.message("e1", id: "m1", sender: "alice", at: 1000),
+                Events.message("e2", id: "m2", sender: "bob", at: 1001),
+                Events.message("e3", id: "m3", sender: "carol", group: "g2", at: 1002),
+            ]))
+        }
+        // m2 and m3 are committed while m1's thread is held; m1 is not
+        #expect(eventually(seconds: 5) {
+            (try? count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id IN ('m2', 'm3')")) == 2
+        })
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id = 'm1'") == 0)
+        try blocker.query("COMMIT")
+        let answer = try #require(batch.wait(seconds: 10) ?? nil)
+        #expect(answer.status == 200)
+        #expect(answer.json["accepted"] as? Int == 3)
+        #expect(results(answer).map { $0["id"] as? String } == ["e1", "e2", "e3"])
+        #expect(results(answer).map { $0["status"] as? String } == ["accepted", "accepted", "accepted"])
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id = 'm1'") == 1)
+        #expect(try app.subscribed("alice", "m1", client: client) == true)
+    }
+
     @Test("too many ingest requests at once: 429 with Retry-After once the queue wait runs out, and nothing lost")
     func backpressure() throws {
         let (server, client, app, blocker, first) = try oneIngestSlotHeld(queueMilliseconds: 300)

@@ -18,15 +18,21 @@ package struct LockSet: Sendable, Equatable {
 
     package var isEmpty: Bool { exclusive.isEmpty && shared.isEmpty }
 
+    /// The key of a thread's lock.
+    package static func threadKey(_ thread: String) -> String { "t:" + thread }
+
+    /// The key of a group's lock.
+    package static func groupKey(_ group: String) -> String { "g:" + group }
+
     /// A thread, in a group (nil: a one-on-one thread).
     package mutating func thread(_ thread: String, group: String?) {
-        exclusive.insert("t:" + thread)
-        if let group { shared.insert("g:" + group) }
+        exclusive.insert(Self.threadKey(thread))
+        if let group { shared.insert(Self.groupKey(group)) }
     }
 
     /// A group's membership.
     package mutating func group(_ group: String) {
-        exclusive.insert("g:" + group)
+        exclusive.insert(Self.groupKey(group))
     }
 
     /// What `other` holds that this set does not (a shared lock held where `other` wants it
@@ -41,6 +47,17 @@ package struct LockSet: Sendable, Equatable {
     package mutating func formUnion(_ other: LockSet) {
         exclusive.formUnion(other.exclusive)
         shared.formUnion(other.shared)
+    }
+
+    /// Every key of the set, exclusive or shared.
+    package var keys: Set<String> { exclusive.union(shared) }
+
+    /// The locks of this set whose keys are among `keys`, each as this set holds it.
+    package func restricted(to keys: Set<String>) -> LockSet {
+        var kept = LockSet()
+        kept.exclusive = exclusive.intersection(keys)
+        kept.shared = shared.intersection(keys)
+        return kept
     }
 
 }

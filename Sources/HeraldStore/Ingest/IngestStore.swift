@@ -20,9 +20,14 @@ package struct IngestStore: Sendable {
     package init() {}
 
     /// Applies `items` for `app`; returns one outcome per item, in order, and the count of jobs
-    /// produced. Everything accepted is committed before this returns; on an error nothing is.
-    package func apply(_ items: [EventParser.Item], app: String,
-                      on connection: PostgresConnection) throws -> (outcomes: [Outcome], jobsProduced: Int) {
+    /// produced. Everything accepted is committed before this returns. Each event's effects
+    /// commit together (SPEC §3), usually the whole batch's in one transaction: when another
+    /// transaction holds some of the batch's threads, the events it does not touch go first and
+    /// the others follow in a transaction of their own once those locks are free (`waitForAll`
+    /// false: the batch's other events do not wait for them). On an error the events of a
+    /// committed first part stay applied; the bus's redelivery finds them duplicates.
+    package func apply(_ items: [EventParser.Item], app: String, on connection: PostgresConnection,
+                       waitForAll: Bool = false) throws -> (outcomes: [Outcome], jobsProduced: Int) {
         // Same (source, id) twice in one request: the first counts, the others are duplicates.
         // Keys compare as bytes, as PostgreSQL does (Swift's == would merge canonically equal text).
         var firstIndex: [[UInt8]: Int] = [:]
@@ -51,19 +56,42 @@ package struct IngestStore: Sendable {
         var extra = LockSet()
         var jobsMayExist = false
         let firstOutcomes = outcomes
-        for attempt in 0..<4 {
+        // the events left for a transaction of their own: their locks were held by another
+        var later: [(index: Int, event: IncomingEvent)] = []
+        var waitForAll = waitForAll
+        var attempt = 0
+        while attempt < 4 {
+            defer { attempt += 1 }
             outcomes = firstOutcomes
             // a try that failed at its COMMIT (a queued statement's error) had counted its jobs
             jobsProduced = 0
+            later = []
             do {
                 try connection.withTransaction { connection in
                     if !rejected.isEmpty { try recordRejections(rejected, app: app, on: connection) }
                     guard !original.isEmpty else { return }
                     // Edits and deletions without parentId take their thread from what is stored, so
                     // that the first locks are usually the right ones.
-                    var held = lockSet(try resolveThreads(original, app: app, parents: false, on: connection).resolved.events.map(\.event))
+                    let first = try resolveThreads(original, app: app, parents: false, on: connection).resolved.events
+                    var held = lockSet(first.map(\.event))
                     held.formUnion(extra)
-                    try held.lock(app: app, on: connection, genericPlans: true)
+                    // this transaction's events: all of them, or those whose locks were free
+                    var original = original
+                    if attempt == 0 && !waitForAll && Set(first.compactMap { $0.event.lockKey }).count > 1 {
+                        // Several threads: take those free now; the events of the others wait for
+                        // them after this commits (waiting here, holding the rest, could deadlock).
+                        let missed = try held.lockFree(app: app, on: connection, genericPlans: true)
+                        if !missed.isEmpty {
+                            let waiting = Set(first.filter { !lockSet([$0.event]).keys.isDisjoint(with: missed) }.map(\.index))
+                            // none is free of them: wait for all of them in a transaction of its own
+                            guard waiting.count < original.count else { throw WaitForLocks() }
+                            later = original.filter { waiting.contains($0.index) }
+                            original.removeAll { waiting.contains($0.index) }
+                            held = held.restricted(to: held.keys.subtracting(missed))
+                        }
+                    } else {
+                        try held.lock(app: app, on: connection, genericPlans: true)
+                    }
                     // Under the locks, in one round trip with the locks: every message filed under its
                     // thread's root (a parent that is a reply, a reply stored meanwhile), the events
                     // recorded for dedupe (filing changes no event's source, id or type) and the app's
@@ -107,6 +135,9 @@ package struct IngestStore: Sendable {
                     }
                 }
                 break
+            } catch is WaitForLocks {
+                waitForAll = true
+                attempt -= 1
             } catch let needed as NeedsLocks where attempt < 3 {
                 // Evidence can appear between tries (other batches' mentions commit): the next try
                 // holds every group of the batch exclusively, so it cannot miss one.
@@ -119,8 +150,18 @@ package struct IngestStore: Sendable {
                 jobsMayExist = true
             }
         }
+        if !later.isEmpty {
+            let rest = try apply(later.map { items[$0.index] }, app: app, on: connection, waitForAll: true)
+            for (position, (index, _)) in later.enumerated() { outcomes[index] = rest.outcomes[position] }
+            jobsProduced += rest.jobsProduced
+        }
         return (outcomes.map { $0! }, jobsProduced)
     }
+
+    /// Thrown inside the first transaction of a batch when every event needs a lock another
+    /// transaction holds: the transaction ends (releasing what it took) and the batch runs again
+    /// waiting for its locks.
+    private struct WaitForLocks: Error {}
 
     /// Files each message event under its thread's root (SPEC §1: threads do not nest).
     /// - An edit or deletion without `parentId` takes the parent stored for its message (a
@@ -261,6 +302,21 @@ package struct IngestStore: Sendable {
 }
 
 extension IncomingEvent {
+    /// The lock that places the event (its thread's, or for a membership event its group's; nil
+    /// for an event that takes none): a batch whose events have several is split when some of
+    /// them are held (`IngestStore.apply`).
+    package var lockKey: String? {
+        switch event {
+        case .messageCreated(let m): return LockSet.threadKey(m.threadID)
+        case .messageEdited(let m): return LockSet.threadKey(m.threadID)
+        case .messageDeleted(let m): return LockSet.threadKey(m.threadID)
+        case .reaction(let r): return LockSet.threadKey(r.threadID)
+        case .membership(let change), .memberNotice(let change): return LockSet.groupKey(change.guid)
+        case .groupDeleted(let guid, _): return LockSet.groupKey(guid)
+        case .messagePin, .messageSave, .conversationPin, .noEffect: return nil
+        }
+    }
+
     /// An edit or deletion that did not say which thread its message is in.
     package var needsThreadResolution: Bool {
         switch event {

@@ -22,6 +22,35 @@ extension LockSet {
 }
 
 extension LockSet {
+    /// Takes the locks that are free now, without waiting for the others, until the transaction
+    /// ends; returns the keys it did not take (another transaction holds them). Never waits, so
+    /// it cannot deadlock whatever is held; the caller works on what the taken locks cover and
+    /// leaves the rest to a transaction of its own (`IngestStore.apply`).
+    package func lockFree(app: String, on connection: PostgresConnection, genericPlans: Bool = false) throws -> Set<String> {
+        guard !isEmpty else { return [] }
+        let sharedOnly = shared.subtracting(exclusive)
+        let keys = Array(exclusive) + Array(sharedOnly)
+        let isShared = Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)
+        // queued: the setting travels with the tries
+        if genericPlans { try GenericPlans.use(on: connection) }
+        // One try per lock (keys that hash alike share it, exclusive if any of them is); a key is
+        // missed when its lock was. Volatile calls in a CTE run once each.
+        let rows = try connection.query("""
+            WITH l AS (
+                SELECT h, CASE WHEN s THEN pg_try_advisory_xact_lock_shared(h) ELSE pg_try_advisory_xact_lock(h) END AS taken
+                  FROM (SELECT hashtextextended(\(app) || ':' || k, 0) AS h, bool_and(s) AS s
+                          FROM unnest(\(keys)::text[], \(isShared)::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
+            )
+            SELECT x.k FROM unnest(\(keys)::text[]) AS x(k) JOIN l ON l.h = hashtextextended(\(app) || ':' || x.k, 0)
+             WHERE NOT l.taken
+            """)
+        var missed: Set<String> = []
+        for row in rows { missed.insert(try row.decode(0, as: String.self)) }
+        return missed
+    }
+}
+
+extension LockSet {
     /// Runs `body` in a transaction holding the locks of what `resolve` finds (a message's thread
     /// and group), resolved again once they are held: what they guard may have changed while
     /// this waited (a parent found to be a reply moves its thread to the root, see
