@@ -199,6 +199,35 @@ struct MigrationTests {
         }
     }
 
+    /// Ingest's first look-up (`IngestStore.threadLookup`) in a generic plan, as a connection
+    /// plans it after five runs: `threads.parent_id = ANY (…)` was planned as a scan of the
+    /// app's every thread by its app alone, filtered by the ids (W1: 8 ms before each batch's
+    /// locks with 5,000 threads). Each message and thread must be read through its key.
+    @Test("in a generic plan, ingest's look-up of threads and replies reads each through its key")
+    func threadLookup() throws {
+        try withFreshDatabase { url in
+            let connection = try PostgresConnection(connectionString: url)
+            try Migrator(migrations: try migrations(), functions: try Migration.loadFunctions(directory: repositoryRoot + "/sql")).migrate(connection)
+            // W1's shape: an app of 1,000 threads beside another of one
+            for (app, threads) in [("a", 1000), ("b", 1)] {
+                try connection.queryOnce("""
+                    INSERT INTO threads (app, parent_id, conversation_id, receiver_type, group_id, parent_seen, reply_count, updated_at)
+                    SELECT \(app), 'p' || i, 'group_g', 'group', 'g', true, 1, 1 FROM generate_series(1, \(threads)) i
+                    """)
+            }
+            try connection.queryOnce("ANALYZE threads")
+            try connection.queryOnce("SET plan_cache_mode = force_generic_plan")
+            // prepared as ingest sends it (the parameters' types from their use), run with its own values
+            let lookup = IngestStore.threadLookup(app: "a", lookup: ["r1", "r2"], hosts: ["p7", "p8", "none"])
+            try connection.queryOnce(SQL(unsafeRaw: "PREPARE lookup AS \(lookup.text)"))
+            let values = lookup.parameters.map { "'" + ($0.postgresText ?? "").replacing("'", with: "''") + "'" }.joined(separator: ", ")
+            let plan = try connection.queryOnce(SQL(unsafeRaw: "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE lookup(\(values))"))
+                .map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+            #expect(plan.contains("threads_pkey") && !plan.contains("Seq Scan") && !plan.contains("Rows Removed by Filter"), "\(plan)")
+            #expect(try connection.queryOnce(SQL(unsafeRaw: "EXECUTE lookup(\(values))")).count == 2)
+        }
+    }
+
     /// A claim's payloads for an app newer than the statistics (sql/0034, `JobQueue.payloads`).
     /// Statistics gathered before the app's rows say it has none, so every index that starts
     /// with the app looks like a one-row look-up: the planner took the token's index for a

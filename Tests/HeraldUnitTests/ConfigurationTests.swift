@@ -27,7 +27,12 @@ struct ConfigurationTests {
             "HERALD_MAX_CONNECTIONS": "10", "HERALD_IDLE_TIMEOUT_SECONDS": "5", "HERALD_DRAIN_TIMEOUT_SECONDS": "7",
             "HERALD_LOG_LEVEL": "WARN", "HERALD_DB_ACQUIRE_TIMEOUT_MS": "250", "HERALD_MIGRATIONS_DIR": "/m",
             "HERALD_DEDUPE_RETENTION_DAYS": "30", "HERALD_INGEST_MAX_IN_FLIGHT": "3", "HERALD_DELIVERY_ALLOW_PRIVATE": "1",
+            "HERALD_INGEST_LANES": "2",
         ])
+        #expect(configuration.ingestLanes == 2)
+        #expect(try Configuration(environment: ["HERALD_INGEST_LANES": "9", "HERALD_INGEST_MAX_IN_FLIGHT": "3"]).ingestLanes == 3,
+                "never more rounds than requests in flight")
+        #expect(try Configuration(environment: ["HERALD_THREADS": "64"]).ingestLanes >= 2, "at least two by default")
         #expect(configuration.deliveryAllowPrivate)
         #expect(!Configuration.default.deliveryAllowPrivate, "internal delivery addresses are refused unless allowed")
         #expect(configuration.dedupeRetentionDays == 30)

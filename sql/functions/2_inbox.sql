@@ -458,12 +458,15 @@ BEGIN
         -- count may fall to zero): threads with more replies than this batch brought are left alone
         -- (the threads first, then the call: a function called from a query over the app's
         -- tables would run inside that query, on Citus on the worker, and nest its own queries)
+        -- (each thread through its key, OFFSET 0: the generic plan of `parent_id = ANY (…)` read
+        -- the app's every thread by its app alone, 10 ms a round of W1)
         SELECT array_agg(t.parent_id) INTO visible
-           FROM threads t
+           FROM (SELECT DISTINCT unnest(p_threads) AS id) x
+          CROSS JOIN LATERAL (SELECT t.parent_id, t.deleted_at, t.reply_count FROM threads t
+                               WHERE t.app = p_app AND t.parent_id = x.id OFFSET 0) t
            LEFT JOIN (SELECT m.parent_id, count(*) AS c FROM messages m
                        WHERE m.app = p_app AND m.id = ANY (p_new_replies) GROUP BY m.parent_id) n ON n.parent_id = t.parent_id
-          WHERE t.app = p_app AND t.parent_id = ANY (p_threads)
-            AND (t.parent_id = ANY (p_recount) OR t.deleted_at IS NOT NULL OR t.reply_count <= coalesce(n.c, 0));
+          WHERE t.parent_id = ANY (p_recount) OR t.deleted_at IS NOT NULL OR t.reply_count <= coalesce(n.c, 0);
         IF visible IS NOT NULL THEN
             PERFORM herald_refresh_visibility(p_app, visible);
         END IF;

@@ -56,9 +56,17 @@ package struct Configuration: Sendable, Equatable {
     /// thread); more wait for a slot. A request in flight holds no server thread (its connection
     /// waits suspended for its round); `ingestLanes` rounds run at once.
     package var ingestMaxInFlight: Int
-    /// Ingest rounds (transactions) at once: three quarters of the threads, at most
-    /// `ingestMaxInFlight`.
-    package var ingestLanes: Int { max(1, min(ingestMaxInFlight, threads * 3 / 4)) }
+    /// Ingest rounds (transactions) at once (`HERALD_INGEST_LANES`; default: two per core, at
+    /// least 2, at most three quarters of the threads), never more than `ingestMaxInFlight`.
+    /// Fewer lanes make larger rounds: a round's statements cost about as much for one event as
+    /// for ten, and rounds beyond what the machine can run side by side only wait for its CPU
+    /// (docs/subscriptions.md, "Group commit").
+    package var ingestLanesSetting: Int?
+    package var ingestLanes: Int {
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let lanes = ingestLanesSetting ?? max(2, min(2 * cores, threads * 3 / 4))
+        return max(1, min(ingestMaxInFlight, lanes))
+    }
     /// Ingest requests that may wait for a slot at once, each on a server thread: a quarter of
     /// the threads, so other routes keep theirs.
     package var ingestMaxWaiting: Int { max(1, threads / 4) }
@@ -115,6 +123,7 @@ package struct Configuration: Sendable, Equatable {
         ("HERALD_IDLE_TIMEOUT_SECONDS", "idle connection timeout (default 60)"),
         ("HERALD_HEADER_TIMEOUT_SECONDS", "a new connection's deadline for its request head (default 10)"),
         ("HERALD_INGEST_MAX_IN_FLIGHT", "ingest requests in flight at once (default 4 per thread)"),
+        ("HERALD_INGEST_LANES", "ingest rounds at once (default: 2 per core, at most 3/4 of the threads)"),
         ("HERALD_INGEST_QUEUE_MS", "wait for an ingest slot before 429 (default 2000; 0: answer 429 at once)"),
         ("HERALD_DRAIN_TIMEOUT_SECONDS", "shutdown wait for requests in flight (default 30)"),
         ("HERALD_DEDUPE_RETENTION_DAYS", "days events are remembered for dedupe (default 7, at least 7)"),
@@ -184,6 +193,7 @@ package struct Configuration: Sendable, Equatable {
         if let idle = try integer("HERALD_IDLE_TIMEOUT_SECONDS", 1...86_400) { idleTimeoutSeconds = idle }
         if let head = try integer("HERALD_HEADER_TIMEOUT_SECONDS", 1...3_600) { headerTimeoutSeconds = head }
         ingestMaxInFlight = try integer("HERALD_INGEST_MAX_IN_FLIGHT", 1...4096) ?? max(1, threads * 4)
+        ingestLanesSetting = try integer("HERALD_INGEST_LANES", 1...512)
         if let wait = try integer("HERALD_INGEST_QUEUE_MS", 0...60_000) { ingestQueueMilliseconds = wait }
         if let days = try integer("HERALD_DEDUPE_RETENTION_DAYS", 7...3650) { dedupeRetentionDays = days }
         if let lease = try integer("HERALD_FANOUT_LEASE_SECONDS", 1...3600) { fanoutLeaseSeconds = lease }
