@@ -254,14 +254,15 @@ struct IngestTests {
     }
 
     /// A batch waits only where it must: its events in threads that another transaction holds
-    /// wait for those threads, the others are applied at once (`IngestStore.apply`). A whole
+    /// wait for those threads (with what shares a lock with them: the same group's events), the
+    /// others are applied at once (`IngestStore.apply`). A whole
     /// batch used to wait for any one of its threads, so W1's batches of 100 replies, which
     /// nearly always share a thread with another batch in flight, ran one after the other.
     @Test("a batch with one of its threads held elsewhere applies its other threads' events at once, then the held ones")
     func heldThreadWaitsAlone() throws {
         let app = try environment.makeApp()
         // members already: a message from a newcomer would need its group's lock alone
-        for (group, members) in [("g1", #"["alice","bob"]"#), ("g2", #"["carol"]"#)] {
+        for (group, members) in [("g1", #"["alice"]"#), ("g2", #"["carol"]"#), ("g3", #"["bob"]"#)] {
             let snapshot = try client.send("PUT", "/v1/groups/\(group)/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
                                            body: Array(#"{"members":\#(members)}"#.utf8))
             #expect(snapshot.status == 200)
@@ -273,7 +274,7 @@ struct IngestTests {
         let batch = Thread.detachNewThreadResult {
             try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
                 Events.message("e1", id: "m1", sender: "alice", at: 1000),
-                Events.message("e2", id: "m2", sender: "bob", at: 1001),
+                Events.message("e2", id: "m2", sender: "bob", group: "g3", at: 1001),
                 Events.message("e3", id: "m3", sender: "carol", group: "g2", at: 1002),
             ]))
         }
@@ -290,6 +291,40 @@ struct IngestTests {
         #expect(results(answer).map { $0["status"] as? String } == ["accepted", "accepted", "accepted"])
         #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id = 'm1'") == 1)
         #expect(try app.subscribed("alice", "m1", client: client) == true)
+    }
+
+    /// What waits takes what depends on it along (`IngestStore.waitingEvents`): a reply to a
+    /// reply whose thread is held waits with it, so it is filed under the root as in one
+    /// transaction (a reply to a reply that went first was filed under the reply and routed to
+    /// the wrong thread's subscribers); an unrelated group's message still goes first.
+    @Test("a batch's events that depend on an event of a held thread wait with it")
+    func dependentEventsWait() throws {
+        let app = try environment.makeApp()
+        for (group, members) in [("g1", #"["alice","bob","carol"]"#), ("g2", #"["dave"]"#)] {
+            let snapshot = try client.send("PUT", "/v1/groups/\(group)/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                           body: Array(#"{"members":\#(members)}"#.utf8))
+            #expect(snapshot.status == 200)
+        }
+        #expect(try client.post("/v1/events", token: app.ingestKey,
+                                json: Events.json([Events.message("e0", id: "r", sender: "alice", at: 1000)])).status == 200)
+        let blocker = try environment.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey("r")), 0))")
+        let client = self.client
+        let batch = Thread.detachNewThreadResult {
+            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
+                Events.message("e1", id: "x", sender: "bob", parent: "r", at: 1001),
+                Events.message("e2", id: "x2", sender: "carol", parent: "x", at: 1002),
+                Events.message("e3", id: "m", sender: "dave", group: "g2", at: 1003),
+            ]))
+        }
+        #expect(eventually(seconds: 5) { (try? count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id = 'm'")) == 1 })
+        usleep(200_000)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id IN ('x', 'x2')") == 0)
+        try blocker.query("COMMIT")
+        let answer = try #require(batch.wait(seconds: 10) ?? nil)
+        #expect(answer.json["accepted"] as? Int == 3)
+        #expect(try count("SELECT count(*) FROM messages WHERE app = \(app.id) AND id IN ('x', 'x2') AND parent_id = 'r'") == 2)
     }
 
     @Test("too many ingest requests at once: 429 with Retry-After once the queue wait runs out, and nothing lost")

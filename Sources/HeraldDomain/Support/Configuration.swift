@@ -57,7 +57,7 @@ package struct Configuration: Sendable, Equatable {
     /// waits suspended for its round); `ingestLanes` rounds run at once.
     package var ingestMaxInFlight: Int
     /// Ingest rounds (transactions) at once (`HERALD_INGEST_LANES`; default: two per core, at
-    /// least 2, at most three quarters of the threads), never more than `ingestMaxInFlight`.
+    /// most three quarters of the threads, at least 2), never more than `ingestMaxInFlight`.
     /// Fewer lanes make larger rounds: a round's statements cost about as much for one event as
     /// for ten, and rounds beyond what the machine can run side by side only wait for its CPU
     /// (docs/subscriptions.md, "Group commit").

@@ -2,9 +2,10 @@ import HeraldDomain
 import Postgres
 import JSON
 
-/// Applies a request's events in one transaction with a fixed number of set-based statements,
-/// whatever the batch size: lock the conversations, record the events for dedupe, store the
-/// facts, then recompute the derived threads and subscriptions they touch.
+/// Applies a request's events in one transaction (two when some of its threads are busy:
+/// `apply`) with a fixed number of set-based statements, whatever the batch size: lock the
+/// conversations, record the events for dedupe, store the facts, then recompute the derived
+/// threads and subscriptions they touch.
 package struct IngestStore: Sendable {
     package enum Status: String, Sendable {
         case accepted, duplicate, rejected
@@ -21,7 +22,7 @@ package struct IngestStore: Sendable {
 
     /// Applies `items` for `app`; returns one outcome per item, in order, and the count of jobs
     /// produced. Everything accepted is committed before this returns. Each event's effects
-    /// commit together (SPEC §3), usually the whole batch's in one transaction: when another
+    /// commit together (SPEC §4), usually the whole batch's in one transaction: when another
     /// transaction holds some of the batch's threads, the events it does not touch go first and
     /// the others follow in a transaction of their own once those locks are free (`waitForAll`
     /// false: the batch's other events do not wait for them). On an error the events of a
@@ -58,7 +59,8 @@ package struct IngestStore: Sendable {
         let firstOutcomes = outcomes
         // the events left for a transaction of their own: their locks were held by another
         var later: [(index: Int, event: IncomingEvent)] = []
-        var waitForAll = waitForAll
+        // inside a caller's transaction the first part could not commit on its own
+        var waitForAll = waitForAll || connection.inTransaction
         var attempt = 0
         while attempt < 4 {
             defer { attempt += 1 }
@@ -77,12 +79,12 @@ package struct IngestStore: Sendable {
                     held.formUnion(extra)
                     // this transaction's events: all of them, or those whose locks were free
                     var original = original
-                    if attempt == 0 && !waitForAll && Set(first.compactMap { $0.event.lockKey }).count > 1 {
+                    if attempt == 0 && !waitForAll && rejected.isEmpty && Self.separable(first.map(\.event)) {
                         // Several threads: take those free now; the events of the others wait for
                         // them after this commits (waiting here, holding the rest, could deadlock).
                         let missed = try held.lockFree(app: app, on: connection, genericPlans: true)
                         if !missed.isEmpty {
-                            let waiting = Set(first.filter { !lockSet([$0.event]).keys.isDisjoint(with: missed) }.map(\.index))
+                            let waiting = waitingEvents(first, missed: missed)
                             // none is free of them: wait for all of them in a transaction of its own
                             guard waiting.count < original.count else { throw WaitForLocks() }
                             later = original.filter { waiting.contains($0.index) }
@@ -156,6 +158,49 @@ package struct IngestStore: Sendable {
             jobsProduced += rest.jobsProduced
         }
         return (outcomes.map { $0! }, jobsProduced)
+    }
+
+    /// Whether a batch may be applied in parts (`apply`): its events are in more than one thread
+    /// or group, and none of them takes no lock while naming a message (a pin or a save, which
+    /// would otherwise go first whatever it names). Rejected events are recorded with the batch's
+    /// one transaction, so a batch with some is applied whole as well.
+    static func separable(_ events: [IncomingEvent]) -> Bool {
+        var keys: Set<String> = []
+        for event in events {
+            guard let key = event.lockKey else {
+                if case .noEffect = event.event { continue }
+                return false
+            }
+            keys.insert(key)
+        }
+        return keys.count > 1
+    }
+
+    /// The indexes of the events that must wait for `missed`: every event connected to one that
+    /// needs a missed lock through the locks they share (a thread's, a reply's own id's, a
+    /// group's). So a reply to a waiting reply, a mention in a group whose sender evidence
+    /// waits, a reaction to a waiting message or a member event beside a waiting message of its
+    /// group all wait with it, and what goes first never needed what waits: the batch is applied
+    /// as two deliveries would be, each whole.
+    func waitingEvents(_ events: [(index: Int, event: IncomingEvent)], missed: Set<String>) -> Set<Int> {
+        // union-find over the events, joined through each lock key's first event
+        var parent = Array(events.indices)
+        func root(_ i: Int) -> Int {
+            var i = i
+            while parent[i] != i { parent[i] = parent[parent[i]]; i = parent[i] }
+            return i
+        }
+        var owner: [String: Int] = [:]
+        var touchesMissed: Set<Int> = []
+        for (i, candidate) in events.enumerated() {
+            let keys = lockSet([candidate.event]).keys
+            if !keys.isDisjoint(with: missed) { touchesMissed.insert(i) }
+            for key in keys {
+                if let other = owner[key] { parent[root(i)] = root(other) } else { owner[key] = i }
+            }
+        }
+        let waitingRoots = Set(touchesMissed.map(root))
+        return Set(events.indices.filter { waitingRoots.contains(root($0)) }.map { events[$0].index })
     }
 
     /// Thrown inside the first transaction of a batch when every event needs a lock another

@@ -33,15 +33,14 @@ extension LockSet {
         let isShared = Array(repeating: false, count: exclusive.count) + Array(repeating: true, count: sharedOnly.count)
         // queued: the setting travels with the tries
         if genericPlans { try GenericPlans.use(on: connection) }
-        // One try per lock (keys that hash alike share it, exclusive if any of them is); a key is
-        // missed when its lock was. Volatile calls in a CTE run once each.
+        // One try per lock, each lock with the keys that hash to it (exclusive if any of them
+        // is); every lock is read, so every one is tried, and the keys of those not taken return.
         let rows = try connection.query("""
-            WITH l AS (
-                SELECT h, CASE WHEN s THEN pg_try_advisory_xact_lock_shared(h) ELSE pg_try_advisory_xact_lock(h) END AS taken
-                  FROM (SELECT hashtextextended(\(app) || ':' || k, 0) AS h, bool_and(s) AS s
+            SELECT unnest(l.keys) FROM (
+                SELECT CASE WHEN s THEN pg_try_advisory_xact_lock_shared(h) ELSE pg_try_advisory_xact_lock(h) END AS taken, keys
+                  FROM (SELECT hashtextextended(\(app) || ':' || k, 0) AS h, bool_and(s) AS s, array_agg(k) AS keys
                           FROM unnest(\(keys)::text[], \(isShared)::boolean[]) AS x(k, s) GROUP BY 1 ORDER BY 1) l
-            )
-            SELECT x.k FROM unnest(\(keys)::text[]) AS x(k) JOIN l ON l.h = hashtextextended(\(app) || ':' || x.k, 0)
+                ) l
              WHERE NOT l.taken
             """)
         var missed: Set<String> = []
