@@ -139,7 +139,10 @@ struct AdminAPITests {
     func accessLog() throws {
         let response = try client.get("/v1/nope", headers: ["X-Request-Id": "log-\(UUID().uuidString.prefix(8))"])
         let id = try #require(response.headers["x-request-id"])
-        let line = try #require(environment.logs.all.first { $0.contains(id) })
+        // the line is written once the answer has gone out: it may come after the client's read
+        let logs = environment.logs
+        #expect(eventually(seconds: 5) { logs.all.contains { $0.contains(id) } })
+        let line = try #require(logs.all.first { $0.contains(id) })
         let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect(object["requestId"] as? String == id)
         #expect(object["method"] as? String == "GET")
@@ -152,8 +155,11 @@ struct AdminAPITests {
 
     @Test("a valid W3C traceparent, of the request or of its CloudEvents, reaches the log line; nothing else of it")
     func traceparent() throws {
+        let logs = environment.logs
         func line(_ id: String) throws -> [String: Any] {
-            let text = try #require(environment.logs.all.first { $0.contains(id) })
+            // written once the answer has gone out: it may come after the client's read
+            #expect(eventually(seconds: 5) { logs.all.contains { $0.contains(id) } })
+            let text = try #require(logs.all.first { $0.contains(id) })
             return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         }
         let trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -253,6 +253,23 @@ struct IngestTests {
         #expect(answers.map { $0.json["accepted"] as? Int } == [1, 1])
     }
 
+    /// Sets `app`'s groups' members (group, JSON array of uids: members already, so that their
+    /// messages are no membership evidence, which needs the group's lock alone), posts `after`,
+    /// then holds `thread`'s ingest lock in a transaction of the returned connection: commit it
+    /// to let the thread's events through.
+    func holdingThread(_ thread: String, app: TestApp, members: [(String, String)], after: [[String: Any]] = []) throws -> PostgresConnection {
+        for (group, uids) in members {
+            let snapshot = try client.send("PUT", "/v1/groups/\(group)/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
+                                           body: Array(#"{"members":\#(uids)}"#.utf8))
+            #expect(snapshot.status == 200)
+        }
+        if !after.isEmpty { #expect(try client.post("/v1/events", token: app.ingestKey, json: Events.json(after)).status == 200) }
+        let blocker = try environment.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey(thread)), 0))")
+        return blocker
+    }
+
     /// A batch waits only where it must: its events in threads that another transaction holds
     /// wait for those threads (with what shares a lock with them: the same group's events), the
     /// others are applied at once (`IngestStore.apply`). A whole
@@ -261,15 +278,7 @@ struct IngestTests {
     @Test("a batch with one of its threads held elsewhere applies its other threads' events at once, then the held ones")
     func heldThreadWaitsAlone() throws {
         let app = try environment.makeApp()
-        // members already: a message from a newcomer would need its group's lock alone
-        for (group, members) in [("g1", #"["alice"]"#), ("g2", #"["carol"]"#), ("g3", #"["bob"]"#)] {
-            let snapshot = try client.send("PUT", "/v1/groups/\(group)/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
-                                           body: Array(#"{"members":\#(members)}"#.utf8))
-            #expect(snapshot.status == 200)
-        }
-        let blocker = try environment.connection()
-        try blocker.query("BEGIN")
-        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey("m1")), 0))")
+        let blocker = try holdingThread("m1", app: app, members: [("g1", #"["alice"]"#), ("g2", #"["carol"]"#), ("g3", #"["bob"]"#)])
         let client = self.client
         let batch = Thread.detachNewThreadResult {
             try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
@@ -300,16 +309,8 @@ struct IngestTests {
     @Test("a batch's events that depend on an event of a held thread wait with it")
     func dependentEventsWait() throws {
         let app = try environment.makeApp()
-        for (group, members) in [("g1", #"["alice","bob","carol"]"#), ("g2", #"["dave"]"#)] {
-            let snapshot = try client.send("PUT", "/v1/groups/\(group)/members", token: app.serverKey, headers: ["Content-Type": "application/json"],
-                                           body: Array(#"{"members":\#(members)}"#.utf8))
-            #expect(snapshot.status == 200)
-        }
-        #expect(try client.post("/v1/events", token: app.ingestKey,
-                                json: Events.json([Events.message("e0", id: "r", sender: "alice", at: 1000)])).status == 200)
-        let blocker = try environment.connection()
-        try blocker.query("BEGIN")
-        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey("r")), 0))")
+        let blocker = try holdingThread("r", app: app, members: [("g1", #"["alice","bob","carol"]"#), ("g2", #"["dave"]"#)],
+                                        after: [Events.message("e0", id: "r", sender: "alice", at: 1000)])
         let client = self.client
         let batch = Thread.detachNewThreadResult {
             try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
