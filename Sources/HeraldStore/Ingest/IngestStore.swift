@@ -79,9 +79,11 @@ package struct IngestStore: Sendable {
                     held.formUnion(extra)
                     // this transaction's events: all of them, or those whose locks were free
                     var original = original
-                    if attempt == 0 && !waitForAll && rejected.isEmpty && Self.separable(first.map(\.event)) {
+                    if attempt == 0 && !waitForAll && rejected.isEmpty && separable(first.map(\.event)) {
                         // Several threads: take those free now; the events of the others wait for
                         // them after this commits (waiting here, holding the rest, could deadlock).
+                        // (A batch with rejected events stays whole: they are recorded with its
+                        // one transaction, never again by a redelivery after a failed second part.)
                         let missed = try held.lockFree(app: app, on: connection, genericPlans: true)
                         if !missed.isEmpty {
                             let waiting = waitingEvents(first, missed: missed)
@@ -160,30 +162,11 @@ package struct IngestStore: Sendable {
         return (outcomes.map { $0! }, jobsProduced)
     }
 
-    /// Whether a batch may be applied in parts (`apply`): its events are in more than one thread
-    /// or group, and none of them takes no lock while naming a message (a pin or a save, which
-    /// would otherwise go first whatever it names). Rejected events are recorded with the batch's
-    /// one transaction, so a batch with some is applied whole as well.
-    static func separable(_ events: [IncomingEvent]) -> Bool {
-        var keys: Set<String> = []
-        for event in events {
-            guard let key = event.lockKey else {
-                if case .noEffect = event.event { continue }
-                return false
-            }
-            keys.insert(key)
-        }
-        return keys.count > 1
-    }
-
-    /// The indexes of the events that must wait for `missed`: every event connected to one that
-    /// needs a missed lock through the locks they share (a thread's, a reply's own id's, a
-    /// group's). So a reply to a waiting reply, a mention in a group whose sender evidence
-    /// waits, a reaction to a waiting message or a member event beside a waiting message of its
-    /// group all wait with it, and what goes first never needed what waits: the batch is applied
-    /// as two deliveries would be, each whole.
-    func waitingEvents(_ events: [(index: Int, event: IncomingEvent)], missed: Set<String>) -> Set<Int> {
-        // union-find over the events, joined through each lock key's first event
+    /// The batch's events grouped by the locks they share (a thread's, a reply's own id's, a
+    /// group's), each event's group as the index of its first event: what one event of a group
+    /// does may depend on another's (a reply to a reply, a mention beside its group's sender
+    /// evidence, a member event beside a message of its group), never on another group's.
+    func lockGroups(_ events: [IncomingEvent]) -> [Int] {
         var parent = Array(events.indices)
         func root(_ i: Int) -> Int {
             var i = i
@@ -191,16 +174,32 @@ package struct IngestStore: Sendable {
             return i
         }
         var owner: [String: Int] = [:]
-        var touchesMissed: Set<Int> = []
-        for (i, candidate) in events.enumerated() {
-            let keys = lockSet([candidate.event]).keys
-            if !keys.isDisjoint(with: missed) { touchesMissed.insert(i) }
-            for key in keys {
+        for (i, event) in events.enumerated() {
+            for key in lockSet([event]).keys {
                 if let other = owner[key] { parent[root(i)] = root(other) } else { owner[key] = i }
             }
         }
-        let waitingRoots = Set(touchesMissed.map(root))
-        return Set(events.indices.filter { waitingRoots.contains(root($0)) }.map { events[$0].index })
+        return events.indices.map(root)
+    }
+
+    /// Whether a batch may be applied in parts (`apply`): its events fall in more than one lock
+    /// group, and none of them takes no lock while naming a message (a pin or a save, which
+    /// would otherwise go first whatever it names).
+    func separable(_ events: [IncomingEvent]) -> Bool {
+        for event in events where lockSet([event]).isEmpty {
+            if case .noEffect = event.event { continue }
+            return false
+        }
+        return Set(lockGroups(events.filter { !lockSet([$0]).isEmpty })).count > 1
+    }
+
+    /// The indexes of the events that must wait for `missed`: every event of a lock group in
+    /// which one needs a missed lock, so that what goes first never needed what waits: the
+    /// batch is applied as two deliveries of it would be, each whole.
+    func waitingEvents(_ events: [(index: Int, event: IncomingEvent)], missed: Set<String>) -> Set<Int> {
+        let groups = lockGroups(events.map(\.event))
+        let waiting = Set(events.indices.filter { !lockSet([events[$0].event]).keys.isDisjoint(with: missed) }.map { groups[$0] })
+        return Set(events.indices.filter { waiting.contains(groups[$0]) }.map { events[$0].index })
     }
 
     /// Thrown inside the first transaction of a batch when every event needs a lock another
@@ -356,21 +355,6 @@ package struct IngestStore: Sendable {
 }
 
 extension IncomingEvent {
-    /// The lock that places the event (its thread's, or for a membership event its group's; nil
-    /// for an event that takes none): a batch whose events have several is split when some of
-    /// them are held (`IngestStore.apply`).
-    package var lockKey: String? {
-        switch event {
-        case .messageCreated(let m): return LockSet.threadKey(m.threadID)
-        case .messageEdited(let m): return LockSet.threadKey(m.threadID)
-        case .messageDeleted(let m): return LockSet.threadKey(m.threadID)
-        case .reaction(let r): return LockSet.threadKey(r.threadID)
-        case .membership(let change), .memberNotice(let change): return LockSet.groupKey(change.guid)
-        case .groupDeleted(let guid, _): return LockSet.groupKey(guid)
-        case .messagePin, .messageSave, .conversationPin, .noEffect: return nil
-        }
-    }
-
     /// An edit or deletion that did not say which thread its message is in.
     package var needsThreadResolution: Bool {
         switch event {
