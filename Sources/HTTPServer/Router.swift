@@ -25,6 +25,9 @@ public struct Router<Value: Sendable>: Sendable {
     private var routes: [Route] = []
     /// Routes by their count of segments: a path is compared only with patterns of its length.
     private var routesByLength: [Int: [Route]] = [:]
+    /// Routes without parameters, by method and path: one hash look-up finds them, and no route
+    /// that matches the same path is more specific.
+    private var literalRoutes: [HTTPMethod: [String: Route]] = [:]
 
     /// An empty router.
     public init() {}
@@ -52,10 +55,17 @@ public struct Router<Value: Sendable>: Sendable {
         let route = Route(method: method, pattern: pattern, segments: segments, value: value)
         routes.append(route)
         routesByLength[segments.count, default: []].append(route)
+        if !segments.contains(where: { if case .parameter = $0 { true } else { false } }) {
+            literalRoutes[method, default: [:]]["/" + segments.map { if case .literal(let text) = $0 { text } else { "" } }
+                .joined(separator: "/")] = route
+        }
     }
 
     /// Finds the route for `method` and `path`.
     public func match(method: HTTPMethod, path: String) -> Match {
+        if let route = literalRoutes[method]?[path.hasPrefix("/") ? path : "/" + path] {
+            return .found(route.value, pattern: route.pattern, parameters: [:])
+        }
         let parts = Self.split(path)
         var best: (route: Route, parameters: [String: String])?
         var bestForAnyMethod: Route?

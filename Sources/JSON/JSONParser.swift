@@ -40,6 +40,43 @@ public struct JSONParser {
         return value
     }
 
+    /// The values of a JSON array of arrays of `width` values each (what PostgreSQL's
+    /// `json_agg(json_build_array(…))` writes), row after row in one list: rows without an
+    /// array and a `JSONValue` each (a claim reads the devices of every job so).
+    public static func rows(_ bytes: [UInt8], width: Int) throws(SyntaxError) -> [JSONValue] {
+        var parser = JSONParser(bytes, depthLimit: maxDepth)
+        var values: [JSONValue] = []
+        try parser.expect("[")
+        if !parser.consume("]") {
+            repeat {
+                try parser.expect("[")
+                for column in 0..<width {
+                    if column > 0 { try parser.expect(",") }
+                    parser.skipSpace()
+                    values.append(try parser.parseValue(depth: 2))
+                }
+                try parser.expect("]")
+            } while parser.consume(",")
+            try parser.expect("]")
+        }
+        parser.skipSpace()
+        guard parser.index == bytes.count else { throw parser.error("unexpected data after the JSON value") }
+        return values
+    }
+
+    /// Skips space, then `byte`, or throws.
+    private mutating func expect(_ byte: Unicode.Scalar) throws(SyntaxError) {
+        guard consume(byte) else { throw error("expected '\(byte)'") }
+    }
+
+    /// Skips space, then `byte` if it is next; whether it was.
+    private mutating func consume(_ byte: Unicode.Scalar) -> Bool {
+        skipSpace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: byte) else { return false }
+        index += 1
+        return true
+    }
+
     private func error(_ message: String) -> SyntaxError {
         SyntaxError(offset: index, message: message)
     }
@@ -138,15 +175,19 @@ public struct JSONParser {
     private mutating func parseString() throws(SyntaxError) -> String {
         index += 1
         let start = index
-        // Fast path: no escapes.
+        // Fast path: no escapes. ASCII needs no UTF-8 validation (and `String(validating:as:)`
+        // is not specialised: it looks up generic metadata at every call, W5's device lists).
+        var high: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = bytes[start..<index]
                 index += 1
+                if high < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 guard let text = String(validating: slice, as: UTF8.self) else { throw error("invalid UTF-8 in a string") }
                 return text
             }
+            high |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw error("control character in a string") }
             index += 1

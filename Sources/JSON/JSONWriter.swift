@@ -105,6 +105,21 @@ public struct JSONWriter: Sendable {
         append(json)
     }
 
+    /// Writes the fields that `body` writes (at least one) into the object being written, and
+    /// returns their bytes, to be written again into another object by `fields(_:)`.
+    public mutating func recordingFields(_ body: (inout JSONWriter) -> Void) -> [UInt8] {
+        let start = bytes.count + (first ? 0 : 1)   // after the comma the first field writes
+        body(&self)
+        return start < bytes.count ? Array(bytes[start...]) : []
+    }
+
+    /// Fields whose bytes `recordingFields` returned.
+    public mutating func fields(_ recorded: [UInt8]) {
+        guard !recorded.isEmpty else { return }
+        separate()
+        bytes.append(contentsOf: recorded)
+    }
+
     public mutating func field(_ name: String, _ string: String?) { key(name); value(string) }
     public mutating func field(_ name: String, _ number: Int) { key(name); value(number) }
     public mutating func field(_ name: String, _ number: Int64) { key(name); value(number) }

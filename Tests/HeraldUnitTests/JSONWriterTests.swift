@@ -38,4 +38,18 @@ struct JSONWriterTests {
         }
         #expect(writer.text == #"{"n":42,"big":-9223372036854775808,"yes":true,"none":null,"raw":{"a":[1,2]},"list":["x",false]}"#)
     }
+
+    @Test("rows of a JSON array of arrays read flat, as PostgreSQL writes them; a wrong shape is an error")
+    func rows() throws {
+        // json_agg(json_build_array(…))::text, with its spaces and line breaks
+        let text = "[[\"phone\", \"apns\", \"t\\\"1\", null, false], \n [\"tablet\", \"fcm\", \"é\", \"x\", true]]"
+        #expect(try JSONParser.rows(Array(text.utf8), width: 5)
+                == [.string("phone"), .string("apns"), .string("t\"1"), .null, .bool(false),
+                    .string("tablet"), .string("fcm"), .string("é"), .string("x"), .bool(true)])
+        #expect(try JSONParser.rows(Array("[]".utf8), width: 5) == [])
+        #expect(try JSONParser.rows(Array(" [ [1,2] ] ".utf8), width: 2) == [.int(1), .int(2)])
+        for bad in ["[[1,2,3]]", "[[1]]", "[1,2]", "[[1,2]", "[[1,2]] x", "[[1,2],]", "", "[[\"\u{1}\",2]]"] {
+            #expect(throws: JSONParser.SyntaxError.self, "\(bad)") { try JSONParser.rows(Array(bad.utf8), width: 2) }
+        }
+    }
 }

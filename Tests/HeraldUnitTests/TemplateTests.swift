@@ -115,4 +115,51 @@ struct TemplateTests {
         #expect(JobPayload.cut("👍🏽👍🏽", toEscapedBytes: 10) == "…", "never half a character")
         #expect(JobPayload.cut("abc", toEscapedBytes: 2) == "")
     }
+
+    @Test("a claim's jobs written with the runs their ranges share are byte for byte the jobs written one by one")
+    func sharedRuns() {
+        // two ranges of one block and a row job between them; reasons, privacy, windows, badges
+        // and devices that differ inside a range, a long text that is cut, a reaction row job
+        var first = Self.job(reason: "subscribedThread", text: String(repeating: "\"long\" ", count: 800))
+        first.id = 2048
+        first.parentID = "root"
+        first.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        var jobs = [first]
+        for (offset, (reason, privacy, opens)) in [("subscribedThread", false, true), ("mention", false, false),
+                                                   ("subscribedThread", true, false), ("mention", true, false),
+                                                   ("subscribedThread", false, false)].enumerated() {
+            var job = first
+            job.source = first.id
+            job.id = first.id + Int64(offset) + 1
+            job.recipient = "u\(offset)"
+            job.reason = reason
+            job.privacy = privacy
+            job.opensDigest = opens
+            job.badge = offset
+            job.devices = [Device.Target(id: "phone", platform: .apns, token: "t\(offset)", topic: "com.example", sandbox: offset == 2)]
+            jobs.append(job)
+        }
+        var row = Self.job(reason: "reactionOnMessage", reaction: .init(id: "r1", reactor: "carol", emoji: "👍"))
+        row.id = 2100
+        jobs.append(row)
+        var second = Self.job(reason: "allMessages", text: "short", privacy: true)
+        second.id = 3072
+        jobs.append(second)
+        var next = second
+        next.source = second.id
+        next.id = 3073
+        next.privacy = false
+        next.excludeDevice = "phone"
+        jobs.append(next)
+
+        var shared = JSONWriter()
+        JobPayload.write(jobs, to: &shared)
+        var plain = JSONWriter()
+        plain.array(jobs)
+        let (a, b) = (shared.bytes, plain.bytes)
+        let same = zip(a, b).prefix { $0 == $1 }.count
+        #expect(same == a.count && a.count == b.count,
+                "differs at byte \(same): \(String(decoding: a.dropFirst(max(same - 40, 0)).prefix(80), as: UTF8.self)) against \(String(decoding: b.dropFirst(max(same - 40, 0)).prefix(80), as: UTF8.self))")
+        #expect(shared.text.contains("\"collapseId\":\"root\""), "a window's opener collapses by thread")
+    }
 }

@@ -182,7 +182,7 @@ package struct ClaimedJobs: JSONWritable {
     package let jobs: [JobPayload]
 
     package func write(to writer: inout JSONWriter) {
-        writer.object { $0.field("jobs", array: jobs) }
+        writer.object { $0.field("jobs") { JobPayload.write(jobs, to: &$0) } }
     }
 }
 

@@ -53,12 +53,12 @@ package struct Device: Sendable, JSONWritable {
         /// The targets of `recipientDevices`' text (nil: no device).
         package static func list(json: String?) throws -> [Target] {
             guard let json else { return [] }
-            guard case .array(let rows) = try JSONParser.parse(Array(json.utf8)) else { return [] }
-            return rows.compactMap { row in
-                guard case .array(let fields) = row, fields.count == 5, case .string(let id) = fields[0],
-                      case .string(let name) = fields[1], let platform = Platform(rawValue: name), case .string(let token) = fields[2],
-                      case .bool(let sandbox) = fields[4] else { return nil }
-                let topic: String? = if case .string(let text) = fields[3] { text } else { nil }
+            let values = try JSONParser.rows(Array(json.utf8), width: 5)
+            return stride(from: 0, to: values.count, by: 5).compactMap { row in
+                guard case .string(let id) = values[row], case .string(let name) = values[row + 1],
+                      let platform = Platform(rawValue: name), case .string(let token) = values[row + 2],
+                      case .bool(let sandbox) = values[row + 4] else { return nil }
+                let topic: String? = if case .string(let text) = values[row + 3] { text } else { nil }
                 return Target(id: id, platform: platform, token: token, topic: topic, sandbox: sandbox)
             }
         }

@@ -139,6 +139,7 @@ extension JobPayload {
     /// (its message's event, facts and trace; attempt 1; no row-job fields).
     package init(block first: JobPayload, row: PostgresRow) throws {
         self = first
+        source = first.id
         id = try row.decode("id")
         recipient = try row.decode("recipient")
         reason = try row.decode("reason")
