@@ -95,20 +95,23 @@ struct DevicesTests {
         // PostgreSQL writes the devices' JSON and a claim passes it through: every character survives
         let odd = "tok \"quoted\" \\ back\tslash é 😀 \u{7}"
         #expect(try put(app, "alice", "xodd", ["platform": "fcm", "token": odd]).status == 200)
+        // in the order they were registered, not by id
+        usleep(2_000)
+        #expect(try put(app, "alice", "aaa", ["platform": "fcm", "token": "tok-aaa"]).status == 200)
         let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 10}"#)
         let jobs = claimed.json["jobs"] as? [[String: Any]] ?? []
         #expect(jobs.count == 1)
         let job = try #require(jobs.first)
         let carried = job["devices"] as? [[String: Any]] ?? []
-        #expect(carried.map { $0["id"] as? String } == ["phone", "web", "xodd"])
-        #expect(carried.last?["token"] as? String == odd && carried.last?["topic"] is NSNull && carried.last?["sandbox"] as? Bool == false)
+        #expect(carried.map { $0["id"] as? String } == ["phone", "web", "xodd", "aaa"])
+        #expect(carried[2]["token"] as? String == odd && carried[2]["topic"] is NSNull && carried[2]["sandbox"] as? Bool == false)
         #expect(carried.first.map { Set($0.keys) } == ["id", "platform", "token", "topic", "sandbox"])
         #expect(carried.first?["topic"] as? String == "com.example")
 
         let ack = try client.post("/v1/jobs/ack", token: app.workerKey, json: Events.json(["jobs": [
             ["id": job["id"]!, "attempt": job["attempt"]!, "invalidDevices": ["phone", "nonexistent"]]]]))
         #expect(ack.status == 200 && ack.json["acked"] as? Int == 1, "\(ack.text)")
-        #expect(try devices(app, "alice").map { $0["id"] as? String } == ["web", "xodd"])
+        #expect(try devices(app, "alice").map { $0["id"] as? String } == ["web", "xodd", "aaa"])
         let bad = try client.post("/v1/jobs/ack", token: app.workerKey, json: #"{"jobs": [{"id": "j1", "attempt": 1, "invalidDevices": [3]}]}"#)
         #expect(bad.status == 400 && bad.errorParams["field"] as? String == "jobs[0].invalidDevices[0]")
 

@@ -14,12 +14,18 @@ extension Device {
 }
 
 extension Device.Target {
-    /// A select-list expression: the devices of job `j`'s recipient as a JSON array (read in
-    /// the job's own statement, an index probe per job, rather than by a statement of its own).
+    /// A select-list expression: the devices of job `j`'s recipient as a JSON array, in the
+    /// order they were registered (read in the job's own statement, an index probe per job,
+    /// rather than by a statement of its own). Sorted by a subquery that reads
+    /// `devices_in_order` in its order, not by the aggregate's own ORDER BY, which sorts again
+    /// for every job (PostgreSQL 15 sorts an aggregate's input even when it comes sorted); an
+    /// aggregate over a sorted subquery takes its rows in that order (`DevicesTests.onJobs`).
     package static func recipientDevices(app: String) -> SQL { """
-        (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox) ORDER BY d.created_at, d.id)::text
-           FROM devices d WHERE d.app = \(app) AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
-                            AND (j.delivered_devices IS NULL OR d.id <> ALL (j.delivered_devices)))
+        (SELECT json_agg(json_build_array(d.id, d.platform, d.token, d.topic, d.sandbox))::text
+           FROM (SELECT d.id, d.platform, d.token, d.topic, d.sandbox FROM devices d
+                  WHERE d.app = \(app) AND d.uid = j.recipient AND d.id IS DISTINCT FROM j.exclude_device
+                    AND (j.delivered_devices IS NULL OR d.id <> ALL (j.delivered_devices))
+                  ORDER BY d.created_at, d.id) d)
         """
     }
 }
