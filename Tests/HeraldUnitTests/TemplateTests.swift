@@ -120,7 +120,7 @@ struct TemplateTests {
     func sharedRuns() {
         // two ranges of one block and a row job between them; reasons, privacy, windows, badges
         // and devices that differ inside a range, a long text that is cut, a reaction row job
-        var first = Self.job(reason: "subscribedThread", text: String(repeating: "\"long\" ", count: 800))
+        var first = Self.job(reason: "subscribedThread", text: String(repeating: "x", count: 5000) + " \"quoted\"")
         first.id = 2048
         first.parentID = "root"
         first.traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
@@ -135,7 +135,7 @@ struct TemplateTests {
             job.reason = reason
             job.privacy = privacy
             job.opensDigest = opens
-            job.badge = offset
+            job.badge = offset == 4 ? 10 : offset   // a cut body depends on the badge's digits
             job.devices = [Device.Target(id: "phone", platform: .apns, token: "t\(offset)", topic: "com.example", sandbox: offset == 2)]
             jobs.append(job)
         }

@@ -251,6 +251,14 @@ package struct JobPayload {
     /// The title and body as sent: the body cut (at a character, ending in "…") so that the job's
     /// `notification` and `data` together stay within `maxPushBytes` of JSON.
     package var push: (title: String, body: String) {
+        let (title, body, _) = pushFitting
+        return (title, body)
+    }
+
+    /// `push`, and whether it may have cut the body: a body that may be cut depends on every
+    /// byte of the push, the badge's digits included, so jobs that differ only in their badge
+    /// may get different bodies.
+    private var pushFitting: (title: String, body: String, maybeCut: Bool) {
         let (title, body) = notification
         // Most bodies are far from the limit: every byte of every field escaped at its worst (6)
         // and the JSON around them still fit.
@@ -259,10 +267,10 @@ package struct JobPayload {
             + 2 * (reaction.map { $0.id.utf8.count + $0.reactor.utf8.count + $0.emoji.utf8.count } ?? 0)
             + (memberAction.map { $0.uid.utf8.count + ($0.actor?.utf8.count ?? 0) } ?? 0) + (traceparent?.utf8.count ?? 0)
             + digestBytes
-        if fields * 6 + 512 <= Self.maxPushBytes { return (title, body) }
+        if fields * 6 + 512 <= Self.maxPushBytes { return (title, body, false) }
         var probe = JSONWriter()
         probe.object { writePush(to: &$0, title: title, body: "") }
-        return (title, Self.cut(body, toEscapedBytes: Self.maxPushBytes - probe.text.utf8.count))
+        return (title, Self.cut(body, toEscapedBytes: Self.maxPushBytes - probe.text.utf8.count), true)
     }
 
     /// `text` whole when its JSON escape fits in `budget` bytes, else its longest prefix of whole
@@ -361,14 +369,16 @@ package struct JobPayload {
                 // the same fields as `writePush` writes, in parts
                 let key = NotificationKey(reason: reason, privacy: privacy, opensDigest: opensDigest)
                 var run = runs!.notifications[key]
+                var shareable = true
                 job.field("notification") { $0.object { notification in
                     Self.fields(&run, in: &notification) { notification in
-                        let (title, body) = push
+                        let (title, body, maybeCut) = pushFitting
                         writeNotificationHead(to: &notification, title: title, body: body)
+                        shareable = !maybeCut   // a cut body is the job's own (its badge's digits count)
                     }
                     writeNotificationTail(to: &notification)
                 } }
-                runs!.notifications[key] = run
+                runs!.notifications[key] = shareable ? run : nil
                 Self.fields(&runs!.data, in: &job, writeData)
             } else {
                 let (title, body) = removal == nil && sync == nil ? push : ("", "")
