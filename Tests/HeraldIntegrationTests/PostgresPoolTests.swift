@@ -32,4 +32,30 @@ struct PostgresPoolTests {
         }
         pool.close()
     }
+
+    @Test("a plain caller leaves a key's connection alone while another is idle, even when the key's was released last")
+    func plainCallersPassOverKeyedConnections() throws {
+        let url = try TestEnvironment.configuration().databaseURL!
+        let pool = PostgresPool(configuration: .init(connectionString: url, size: 3))
+        func backend(_ connection: PostgresConnection) throws -> Int {
+            try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+        }
+        // two connections open; the key's is released last, so it is the most recent idle one
+        var keyed = 0, plain = 0
+        try pool.withConnection { outer in
+            plain = try backend(outer)
+            try pool.withConnection(affinity: 3) { keyed = try backend($0) }
+        }
+        #expect(keyed != plain)
+        try pool.withConnection(affinity: 3) { _ in }
+        #expect(try pool.withConnection { try backend($0) } == plain)
+        #expect(try pool.withConnection(affinity: 3) { try backend($0) } == keyed)
+        // with only the key's connection idle, a plain caller takes it rather than open another
+        let (first, second) = try pool.withConnection { busy throws -> (Int, Int) in
+            (try backend(busy), try pool.withConnection { try backend($0) })
+        }
+        #expect(first == plain)
+        #expect(second == keyed)
+        pool.close()
+    }
 }
