@@ -20,6 +20,9 @@ extension Fanout {
     package func catchUpQuery(_ triggers: [(uid: String, thread: String, at: Int64)], excluding fresh: [String]) -> SQL? {
         guard !triggers.isEmpty else { return nil }
         return """
+            -- (the jobs the found messages have already are read by `catchUp(found:)`, only when
+            -- there are any: delivered in order there are none, and a statement that reads them too
+            -- cost a quarter of a millisecond a round to start, S1)
             WITH k AS (
                 SELECT uid, thread_id, min(at) AS at FROM unnest(\(triggers.map(\.uid))::text[], \(triggers.map(\.thread))::text[], \(triggers.map(\.at))::bigint[]) AS k(uid, thread_id, at)
                  GROUP BY uid, thread_id
@@ -55,19 +58,8 @@ extension Fanout {
                    AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
                             ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                             WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = k.uid), false) END
-            ),
-            -- the jobs the messages already have (a notification of the message, not a reaction's
-            -- or an update's that name it too): each message's blocks read once, through its key
-            -- (OFFSET 0: per message, not a join over every job of the app), rather than one lookup
-            -- per (user, message)
-            have AS MATERIALIZED (
-                SELECT DISTINCT ON (j.message_id, j.recipient) j.message_id, j.recipient,
-                       CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason
-                  FROM (SELECT DISTINCT c.id FROM c) mm
-                 CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.app = \(app) AND j.message_id = mm.id AND j.kind IS NULL OFFSET 0) j
-                 ORDER BY j.message_id, j.recipient, j.block NULLS FIRST
             )
-            SELECT c.*, h.ready_id, h.reason FROM c LEFT JOIN have h ON h.message_id = c.id AND h.recipient = c.uid
+            SELECT c.* FROM c
             """
     }
 
@@ -76,6 +68,27 @@ extension Fanout {
         guard !rows.isEmpty else { return 0 }
         let settings = try appSettings.get()
         let now = currentTimeMilliseconds()
+        // the jobs the messages already have (a notification of the message, not a reaction's or
+        // an update's that name it too): each message's blocks read once, through its key (OFFSET
+        // 0: per message, not a join over every job of the app), rather than one look-up per
+        // (user, message)
+        var ids: [String] = []
+        var seen: Set<[UInt8]> = []
+        for row in rows {
+            let id = try row.decode("id", as: String.self)
+            if seen.insert(Array(id.utf8)).inserted { ids.append(id) }
+        }
+        var have: [[UInt8]: (readyID: Int64?, reason: String?)] = [:]
+        for row in try connection.query("""
+            SELECT DISTINCT ON (j.message_id, j.recipient) j.message_id, j.recipient,
+                   CASE WHEN j.state = 'ready' THEN j.id END AS ready_id, j.reason
+              FROM unnest(\(ids)::text[]) AS mm(id)
+             CROSS JOIN LATERAL (SELECT * FROM jobs j WHERE j.app = \(app) AND j.message_id = mm.id AND j.kind IS NULL OFFSET 0) j
+             ORDER BY j.message_id, j.recipient, j.block NULLS FIRST
+            """) {
+            let key = Array(try row.decode("message_id", as: String.self).utf8) + [0] + Array(try row.decode("recipient", as: String.self).utf8)
+            have[key] = (try row.decode("ready_id", as: Int64?.self), try row.decode("reason", as: String?.self))
+        }
         var jobs: [JobRow] = []
         var upgrades: [(id: Int64, reason: Routing.Reason)] = []
         for row in rows {
@@ -98,10 +111,10 @@ extension Fanout {
             }
             // What the message's routing saw before this trigger was known, against what it sees now.
             guard case .notified(let reason) = decide(.subscribed).outcome else { continue }
-            if let existing = try row.decode("reason", as: String?.self) {
+            if let existing = have[Array(message.id.utf8) + [0] + Array(uid.utf8)], existing.reason != nil {
                 // A job made without the subscription: a stronger reason (subscribedThread over
                 // allReplies) while no worker has it yet.
-                if let job = try row.decode("ready_id", as: Int64?.self), let old = Routing.Reason(rawValue: existing),
+                if let job = existing.readyID, let old = existing.reason.flatMap(Routing.Reason.init(rawValue:)),
                    reason < old {
                     upgrades.append((job, reason))
                 }
