@@ -28,6 +28,9 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Statements queued by `send`, not sent yet: they go with the next statement whose rows are
     /// read, in one round trip.
     private var queued: [(sql: String, parameters: [any PostgresEncodable])] = []
+    /// Round trips to the server so far (a pipeline is one; preparing a statement outside one is
+    /// one more): what ingest's rounds count (`herald_ingest_round_trips_total`).
+    public private(set) var roundTrips = 0
     /// Inside `withTransaction`'s body: only there does `send` queue.
     public internal(set) var inTransaction = false
 
@@ -222,10 +225,12 @@ public final class PostgresConnection: @unchecked Sendable {
             name = existing
         } else {
             name = "s\(preparedNames.count + 1)"
+            roundTrips += 1
             let prepared = PQprepare(handle, name, sql, 0, nil)
             try check(prepared, sql: sql)
             preparedNames[sql] = name
         }
+        roundTrips += 1
         let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecPrepared(handle, name, count, values, nil, nil, 0)
         }
@@ -235,6 +240,7 @@ public final class PostgresConnection: @unchecked Sendable {
     private func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> PostgresRows {
         try flush()
         let handle = try liveHandle(sql: sql)
+        roundTrips += 1
         let result = try withParameters(parameters, sql: sql) { count, values in
             PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
         }
@@ -246,6 +252,7 @@ public final class PostgresConnection: @unchecked Sendable {
     public func execute(unsafeSQL sql: String) throws {
         try flush()
         let handle = try liveHandle(sql: sql)
+        roundTrips += 1
         try check(PQexec(handle, sql), sql: String(sql.prefix(200)))
     }
 
@@ -284,6 +291,7 @@ public final class PostgresConnection: @unchecked Sendable {
             answers.append(.statement(sql))
         }
         guard PQpipelineSync(handle) == 1 else { throw connectionError(sql: items[0].sql) }
+        roundTrips += 1
         var rows: [PostgresRows] = []
         var firstError: (any Error)?
         for answer in answers {

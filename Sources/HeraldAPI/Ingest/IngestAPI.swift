@@ -77,6 +77,10 @@ package enum IngestAPI {
         services.metrics.add(.eventsDuplicate, result.duplicates)
         services.metrics.add(.eventsRejected, result.rejected)
         services.metrics.add(.jobsProduced, jobsProduced)
+        if applied.roundTrips > 0 {
+            services.metrics.add(.ingestRounds, 1)
+            services.metrics.add(.ingestRoundTrips, applied.roundTrips)
+        }
         var response = Response.json(result)
         // The events' traces (their valid traceparent attributes), so the bus's trace finds this request.
         let traces = EventParser.traceparents(items)

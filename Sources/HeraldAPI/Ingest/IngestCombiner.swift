@@ -28,6 +28,9 @@ package final class IngestCombiner: Sendable {
         package let jobsProduced: Int
         /// Requests applied in the same transaction, this one included.
         package let combined: Int
+        /// The round trips to PostgreSQL the round made (the first request of a round only, as
+        /// `jobsProduced`; 0 for the others).
+        package let roundTrips: Int
     }
 
     package typealias Completion = @Sendable (Swift.Result<Result, any Error>) -> Void
@@ -124,14 +127,17 @@ package final class IngestCombiner: Sendable {
         do {
             let all = round.flatMap(\.items)
             // the lane's last connection: its statements are prepared and planned there already
-            let (outcomes, jobs) = try database.withConnection(affinity: lane) { connection in
-                try IngestStore().apply(all, app: app, on: connection)
+            let (outcomes, jobs, trips) = try database.withConnection(affinity: lane) { connection in
+                let before = connection.roundTrips
+                let (outcomes, jobs) = try IngestStore().apply(all, app: app, on: connection)
+                return (outcomes, jobs, connection.roundTrips - before)
             }
             var offset = 0
             return round.enumerated().map { index, pending in
                 let mine = Array(outcomes[offset..<offset + pending.items.count])
                 offset += pending.items.count
-                return .success(Result(outcomes: mine, jobsProduced: index == 0 ? jobs : 0, combined: round.count))
+                return .success(Result(outcomes: mine, jobsProduced: index == 0 ? jobs : 0, combined: round.count,
+                                       roundTrips: index == 0 ? trips : 0))
             }
         } catch {
             return round.map { _ in .failure(error) }

@@ -11,7 +11,7 @@ package struct FactWriter {
     package let rehome: [Rehoming]
 
     // message.created, one per message id (the first wins, as a redelivery under a new event id would)
-    private var created: [DomainEvent.MessageCreated] = []
+    private(set) var created: [DomainEvent.MessageCreated] = []
     /// The event that brought each message.created, for its jobs.
     private var createdEvents: [[UInt8]: IncomingEvent] = [:]
     private var edits: [DomainEvent.MessageEdited] = []
@@ -67,7 +67,7 @@ package struct FactWriter {
 
     /// Stores the facts and recomputes what they touch; returns the count of jobs produced.
     package func write(holding held: LockSet, jobsMayExist: Bool = false, settings appSettings: BatchSettings,
-                       on connection: PostgresConnection) throws -> Int {
+                       prestored: Prestored? = nil, on connection: PostgresConnection) throws -> Int {
         var touchedThreads: Set<String> = []
         var touchedMessages: Set<String> = []
         var keyUsers: [String] = []
@@ -86,7 +86,12 @@ package struct FactWriter {
         var fresh: [DomainEvent.MessageCreated] = []
         var filledPlaceholders: [String] = []
         if !created.isEmpty {
-            (fresh, filledPlaceholders) = try insertCreated(on: connection)
+            if let prestored {
+                // stored by the round's first round trip, every message new (`createdStatements`)
+                (fresh, filledPlaceholders) = try Self.applied(prestored.applied, of: created)
+            } else {
+                (fresh, filledPlaceholders) = try insertCreated(on: connection)
+            }
             newReplies = fresh.filter { $0.parentID != nil }.map(\.id)
             // A message inserted fresh has no other version: its triggers are its sender and its
             // mentions at its time, which herald_apply may apply incrementally. Any other
@@ -110,18 +115,8 @@ package struct FactWriter {
             // with another time is not), and it changes something only for a sender who was not
             // already a member since before it: for an active member, nothing needs recomputing.
             let senders = fresh.filter { $0.conversation.groupID != nil }
-            if !senders.isEmpty {
-                for row in try connection.query("""
-                    SELECT DISTINCT x.g, x.u FROM unnest(\(senders.map { $0.conversation.groupID! })::text[], \(senders.map(\.sender))::text[], \(senders.map(\.sentAt))::bigint[]) AS x(g, u, t)
-                      LEFT JOIN group_members gm ON gm.app = \(app) AND gm.group_id = x.g AND gm.uid = x.u
-                     WHERE NOT coalesce(gm.joined_at <= x.t AND herald_member_now(gm.joined_at, gm.removed_at), false)
-                       -- a member now whose known membership starts later: the message only moves
-                       -- that start back, which matters to mentions of them in between alone
-                       AND (NOT coalesce(herald_member_now(gm.joined_at, gm.removed_at), false)
-                            OR EXISTS (SELECT 1 FROM mentions mn
-                                        WHERE mn.app = \(app) AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
-                                          AND mn.at >= x.t AND mn.at < gm.joined_at))
-                    """) {
+            if let evidence = Self.evidenceQuery(senders, app: app) {
+                for row in try prestored?.evidence ?? connection.query(evidence) {
                     evidenceGroups.append(try row.decode("g", as: String.self))
                     evidenceUsers.append(try row.decode("u", as: String.self))
                 }
@@ -320,11 +315,56 @@ package struct FactWriter {
         return try produced + MemberActionJobs.make(app: app, actions, appSettings: appSettings, on: connection)
     }
 
+    /// What a round's first round trip stored already (`IngestStore.apply`, when every event of
+    /// the round is a new message.created): the answer of `createdStatements`' insert of the
+    /// messages, and the rows of its evidence query (nil: it had none).
+    package struct Prestored {
+        package let applied: PostgresRows
+        package let evidence: PostgresRows?
+    }
+
+    /// `insertCreated`'s statements for when every message is new (none seen before, none filling
+    /// a placeholder), for a caller that sends them ahead in one round trip: the messages' insert
+    /// (its answer is `Prestored.applied`), their versions and mentions, then the membership
+    /// evidence query (its rows are `Prestored.evidence`; `evidence`: its index, nil when no
+    /// message is in a group). The caller checks `Self.applied` finds every message new, else it
+    /// rolls back and writes the usual way.
+    package func createdStatements() -> (statements: [SQL], evidence: Int?) {
+        guard !created.isEmpty else { return ([], nil) }
+        var statements = [messagesInsert()] + versionStatements(created)
+        let evidence = Self.evidenceQuery(created.filter { $0.conversation.groupID != nil }, app: app)
+        if let evidence { statements.append(evidence) }
+        return (statements, evidence == nil ? nil : statements.count - 1)
+    }
+
+    /// How many messages `createdStatements` stores: every one must come back fresh.
+    package var createdCount: Int { created.count }
+
     /// Stores message.created facts; returns the messages whose creation was new.
     private func insertCreated(on connection: PostgresConnection) throws -> (fresh: [DomainEvent.MessageCreated], placeholders: [String]) {
+        let (fresh, placeholders) = try Self.applied(connection.query(messagesInsert()), of: created)
+        guard !fresh.isEmpty else { return ([], []) }
+        // Mentions of edits that arrived first without parentId were filed under the message's
+        // own id: file them under its thread now (only a placeholder can have such edits).
+        let filled = Set(placeholders)
+        let replies = fresh.filter { $0.parentID != nil && filled.contains($0.id) }
+        if !replies.isEmpty {
+            try connection.send("""
+                UPDATE mentions mn SET thread_id = x.parent
+                  FROM unnest(\(replies.map(\.id))::text[], \(replies.map { $0.parentID! })::text[]) AS x(id, parent)
+                 WHERE mn.app = \(app) AND mn.message_id = x.id AND mn.thread_id <> x.parent
+                """)
+        }
+        for statement in versionStatements(fresh) { try connection.send(statement) }
+        return (fresh, placeholders)
+    }
+
+    /// The insert of the messages of `created`; it answers the id of each message whose creation
+    /// is new, and whether its row existed (`updated`).
+    private func messagesInsert() -> SQL {
         // A second message.created for a message already seen (a republish under a new event id)
         // changes nothing: the first one's version and mentions stand.
-        let applied = try connection.query("""
+        """
             INSERT INTO messages AS m (app, id, conversation_id, receiver_type, group_id, user_a, user_b, sender, parent_id,
                                        parent_sender, sent_at, text, mentions_all, category, type, quoted_message_id,
                                        quoted_sender, send_notification, event_source, event_id, event_type, created_seen)
@@ -343,28 +383,52 @@ package struct FactWriter {
                 created_seen = true
             WHERE NOT m.created_seen
             RETURNING id, xmax <> 0 AS updated
-            """)
-        let appliedIDs = Set(try applied.map { try $0.decode("id", as: String.self) })
-        // A row that existed already (an edit or a deletion arrived first) was updated, not
-        // inserted (xmax set): its versions may hold a later text than the creation's.
-        let placeholders = try applied.filter { try $0.decode("updated", as: Bool.self) }.map { try $0.decode("id", as: String.self) }
-        let fresh = created.filter { appliedIDs.contains($0.id) }
-        guard !fresh.isEmpty else { return ([], []) }
-        // Mentions of edits that arrived first without parentId were filed under the message's
-        // own id: file them under its thread now (only a placeholder can have such edits).
-        let filled = Set(placeholders)
-        let replies = fresh.filter { $0.parentID != nil && filled.contains($0.id) }
-        if !replies.isEmpty {
-            try connection.send("""
-                UPDATE mentions mn SET thread_id = x.parent
-                  FROM unnest(\(replies.map(\.id))::text[], \(replies.map { $0.parentID! })::text[]) AS x(id, parent)
-                 WHERE mn.app = \(app) AND mn.message_id = x.id AND mn.thread_id <> x.parent
-                """)
+            """
+    }
+
+    /// The messages of `created` whose creation `messagesInsert` found new, and of those the ids
+    /// whose row existed already: a row that existed (an edit or a deletion arrived first) was
+    /// updated, not inserted (xmax set), and its versions may hold a later text than the creation's.
+    package static func applied(_ rows: PostgresRows, of created: [DomainEvent.MessageCreated]) throws
+        -> (fresh: [DomainEvent.MessageCreated], placeholders: [String]) {
+        let appliedIDs = Set(try rows.map { try $0.decode("id", as: String.self) })
+        let placeholders = try rows.filter { try $0.decode("updated", as: Bool.self) }.map { try $0.decode("id", as: String.self) }
+        return (created.filter { appliedIDs.contains($0.id) }, placeholders)
+    }
+
+    /// The versions and mentions of messages whose creation is new.
+    private func versionStatements(_ fresh: [DomainEvent.MessageCreated]) -> [SQL] {
+        var statements = [Self.versionsInsert(app: app, ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
+                                              mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text))]
+        var ids: [String] = [], at: [Int64] = [], uids: [String] = [], conversations: [String] = [], threads: [String] = []
+        for message in fresh {
+            for uid in message.mentions {
+                ids.append(message.id); at.append(message.sentAt); uids.append(uid)
+                conversations.append(message.conversation.id); threads.append(message.threadID)
+            }
         }
-        try insertVersions(ids: fresh.map(\.id), at: fresh.map(\.sentAt), mentions: fresh.map(\.mentions),
-                           mentionsAll: fresh.map(\.mentionsAll), texts: fresh.map(\.text),
-                           conversations: fresh.map(\.conversation.id), threads: fresh.map(\.threadID), on: connection)
-        return (fresh, placeholders)
+        if let mentions = Self.mentionsInsert(app: app, ids: ids, at: at, uids: uids, conversations: conversations, threads: threads) {
+            statements.append(mentions)
+        }
+        return statements
+    }
+
+    /// The senders of new messages in groups who were not already members since before their
+    /// message (only a message seen for the first time is membership evidence, and for an active
+    /// member nothing needs recomputing); nil without such messages.
+    private static func evidenceQuery(_ senders: [DomainEvent.MessageCreated], app: String) -> SQL? {
+        guard !senders.isEmpty else { return nil }
+        return """
+            SELECT DISTINCT x.g, x.u FROM unnest(\(senders.map { $0.conversation.groupID! })::text[], \(senders.map(\.sender))::text[], \(senders.map(\.sentAt))::bigint[]) AS x(g, u, t)
+              LEFT JOIN group_members gm ON gm.app = \(app) AND gm.group_id = x.g AND gm.uid = x.u
+             WHERE NOT coalesce(gm.joined_at <= x.t AND herald_member_now(gm.joined_at, gm.removed_at), false)
+               -- a member now whose known membership starts later: the message only moves
+               -- that start back, which matters to mentions of them in between alone
+               AND (NOT coalesce(herald_member_now(gm.joined_at, gm.removed_at), false)
+                    OR EXISTS (SELECT 1 FROM mentions mn
+                                WHERE mn.app = \(app) AND mn.uid = x.u AND mn.conversation_id = 'group_' || x.g
+                                  AND mn.at >= x.t AND mn.at < gm.joined_at))
+            """
     }
 
     /// Stores edits; returns the (message id, time) keys of the versions that were new.
@@ -405,34 +469,30 @@ package struct FactWriter {
         return fresh
     }
 
-    private func insertVersions(ids: [String], at: [Int64], mentions: [[String]], mentionsAll: [Bool], texts: [String?],
-                                conversations: [String], threads: [String], on connection: PostgresConnection) throws {
-        try connection.send("""
+    private static func versionsInsert(app: String, ids: [String], at: [Int64], mentions: [[String]], mentionsAll: [Bool],
+                                       texts: [String?]) -> SQL {
+        """
             INSERT INTO message_versions (app, message_id, at, mentions, mentions_all, text)
             SELECT \(app), x.id, x.at, ARRAY(SELECT jsonb_array_elements_text(x.mentions::jsonb)), x.mentions_all, x.text
               FROM unnest(\(ids)::text[], \(at)::bigint[], \(mentions.map(Self.jsonArray))::text[], \(mentionsAll)::boolean[], \(texts)::text[]) AS x(id, at, mentions, mentions_all, text)
             ON CONFLICT DO NOTHING
-            """)
-        var mentionIDs: [String] = [], mentionAt: [Int64] = [], uids: [String] = [], mentionConversations: [String] = [],
-            mentionThreads: [String] = []
-        for index in ids.indices {
-            for uid in mentions[index] {
-                mentionIDs.append(ids[index]); mentionAt.append(at[index]); uids.append(uid)
-                mentionConversations.append(conversations[index]); mentionThreads.append(threads[index])
-            }
-        }
-        try insertMentions(ids: mentionIDs, at: mentionAt, uids: uids, conversations: mentionConversations,
-                           threads: mentionThreads, on: connection)
+            """
     }
 
     private func insertMentions(ids: [String], at: [Int64], uids: [String], conversations: [String], threads: [String],
                                 on connection: PostgresConnection) throws {
-        guard !ids.isEmpty else { return }
-        try connection.send("""
+        guard let statement = Self.mentionsInsert(app: app, ids: ids, at: at, uids: uids, conversations: conversations, threads: threads) else { return }
+        try connection.send(statement)
+    }
+
+    private static func mentionsInsert(app: String, ids: [String], at: [Int64], uids: [String], conversations: [String],
+                                       threads: [String]) -> SQL? {
+        guard !ids.isEmpty else { return nil }
+        return """
             INSERT INTO mentions (app, message_id, at, uid, conversation_id, thread_id)
             SELECT \(app), x.* FROM unnest(\(ids)::text[], \(at)::bigint[], \(uids)::text[], \(conversations)::text[], \(threads)::text[]) AS x
             ON CONFLICT DO NOTHING
-            """)
+            """
     }
 
     /// Stores deletions (the earliest time wins); returns the replies that were live before.

@@ -61,6 +61,12 @@ package struct IngestStore: Sendable {
         var later: [(index: Int, event: IncomingEvent)] = []
         // inside a caller's transaction the first part could not commit on its own
         var waitForAll = waitForAll || connection.inTransaction
+        // A round of new messages only (the usual one) stores them in its first round trip after
+        // the locks, before it knows they are new and filed under the right threads; when that
+        // guess is wrong the transaction is rolled back and run again the usual way.
+        var speculate = rejected.isEmpty && original.allSatisfy {
+            if case .messageCreated = $0.event.event { return true } else { return false }
+        }
         var attempt = 0
         while attempt < 4 {
             defer { attempt += 1 }
@@ -101,6 +107,10 @@ package struct IngestStore: Sendable {
                     // recorded for dedupe (filing changes no event's source, id or type) and the app's
                     // settings. A thread learned only now is locked from the start of another try, so
                     // that all locks are still taken in one order (the events' rows go with this try).
+                    // Speculating: the messages' facts go in this round trip too, as if every event
+                    // were new and filed under the thread it names (`FactWriter.createdStatements`).
+                    let ahead = speculate ? FactWriter(app: app, events: original.map(\.event)) : nil
+                    let stored: (statements: [SQL], evidence: Int?) = ahead?.createdStatements() ?? ([], nil)
                     let (resolved, found) = try resolveThreads(original, app: app, parents: true, on: connection, alongside: [
                         """
                         INSERT INTO events (app, source, id, type, traceparent)
@@ -111,7 +121,16 @@ package struct IngestStore: Sendable {
                         RETURNING source, id
                         """,
                         PreferenceStore.settingsQuery(app: app),
-                    ])
+                    ] + stored.statements)
+                    var prestored: FactWriter.Prestored?
+                    if let ahead {
+                        // right only if no event was seen before, no thread changed and every
+                        // message's creation was new (not a republish, not a placeholder's)
+                        let (fresh, placeholders) = try FactWriter.applied(found[2], of: ahead.created)
+                        guard !resolved.moved, found[0].count == original.count, fresh.count == ahead.createdCount,
+                              placeholders.isEmpty else { throw Misguessed() }
+                        prestored = FactWriter.Prestored(applied: found[2], evidence: stored.evidence.map { found[2 + $0] })
+                    }
                     let working = resolved.events
                     let learned = held.missing(from: lockSet(working.map(\.event)))
                     if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
@@ -135,12 +154,16 @@ package struct IngestStore: Sendable {
                         })
                         let rehome = resolved.rehome.filter { acceptedIDs.contains(Array($0.from.utf8)) }
                         let writer = FactWriter(app: app, events: accepted, rehome: rehome)
-                        jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, settings: settings, on: connection)
+                        jobsProduced = try writer.write(holding: held, jobsMayExist: jobsMayExist, settings: settings,
+                                                        prestored: prestored, on: connection)
                     }
                 }
                 break
             } catch is WaitForLocks {
                 waitForAll = true
+                attempt -= 1
+            } catch is Misguessed {
+                speculate = false
                 attempt -= 1
             } catch let needed as NeedsLocks where attempt < 3 {
                 // Evidence can appear between tries (other batches' mentions commit): the next try
@@ -207,6 +230,11 @@ package struct IngestStore: Sendable {
     /// waiting for its locks.
     private struct WaitForLocks: Error {}
 
+    /// Thrown when what a round stored ahead (`speculate` in `apply`) was not right: an event seen
+    /// before, a message filed under another thread or created before. The transaction rolls
+    /// back and the round runs again the usual way.
+    private struct Misguessed: Error {}
+
     /// Files each message event under its thread's root (SPEC §1: threads do not nest).
     /// - An edit or deletion without `parentId` takes the parent stored for its message (a
     ///   message's thread never changes once known).
@@ -215,10 +243,11 @@ package struct IngestStore: Sendable {
     ///   whose id earlier messages or subscriptions were filed (they came before it, when it was
     ///   not known to be a reply) is returned in `rehome`, so that the writer moves them to its root.
     /// `alongside`: statements run in the same round trip as the first look-up, after it; their
-    /// rows are returned in `found`, in order.
+    /// rows are returned in `found`, in order. `moved`: whether any event was filed under another
+    /// thread than it names, or the look-up found a stored reply or a thread under a reply's id.
     package func resolveThreads(_ candidates: [(index: Int, event: IncomingEvent)], app: String, parents: Bool,
                                 on connection: PostgresConnection, alongside: [SQL] = [])
-        throws -> (resolved: (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming]), found: [PostgresRows]) {
+        throws -> (resolved: (events: [(index: Int, event: IncomingEvent)], rehome: [Rehoming], moved: Bool), found: [PostgresRows]) {
         var lookup: [String] = []
         var hosts: [String] = []
         // the replies created in this batch: id → (parent, parent's author)
@@ -236,7 +265,7 @@ package struct IngestStore: Sendable {
                 lookup.append(message.id)
             }
         }
-        guard !lookup.isEmpty || !hosts.isEmpty else { return ((candidates, []), try connection.pipeline(alongside)) }
+        guard !lookup.isEmpty || !hosts.isEmpty else { return ((candidates, [], false), try connection.pipeline(alongside)) }
         var stored: [[UInt8]: (parent: String, sender: String?)] = [:]
         var hosting: Set<[UInt8]> = []
         let answers = try connection.pipeline([Self.threadLookup(app: app, lookup: lookup, hosts: hosts)] + alongside)
@@ -272,13 +301,16 @@ package struct IngestStore: Sendable {
             }
             return moved ? (current, sender) : nil
         }
+        var moved = !stored.isEmpty || !hosting.isEmpty
         let events = candidates.map { candidate -> (index: Int, event: IncomingEvent) in
             guard let message = candidate.event.message else { return candidate }
             if let parent = message.parentID {
                 guard let resolved = root(of: parent), resolved.id != message.id else { return candidate }
+                moved = true
                 return (candidate.index, candidate.event.inThread(resolved.id, rootSender: resolved.sender))
             }
             guard candidate.event.needsThreadResolution, let known = stored[Array(message.id.utf8)] else { return candidate }
+            moved = true
             return (candidate.index, candidate.event.inThread(known.parent, rootSender: nil))
         }
         var rehome: [Rehoming] = []
@@ -288,7 +320,8 @@ package struct IngestStore: Sendable {
                   hosting.contains(Array(m.id.utf8)), seen.insert(Array(m.id.utf8)).inserted else { continue }
             rehome.append(Rehoming(from: m.id, to: parent, rootSender: m.parentSender))
         }
-        return ((events, rehome), Array(answers.dropFirst()))
+        // `moved`: an event filed elsewhere, or the look-up found what may move facts
+        return ((events, rehome, moved), Array(answers.dropFirst()))
     }
 
     /// `resolveThreads`' look-up: the stored replies among `lookup` (their parents and parents'

@@ -31,6 +31,7 @@ package final class Metrics: Sendable {
     /// Counters of things Herald does, by name and label value.
     package enum Counter: Int, CaseIterable, Sendable {
         case eventsAccepted, eventsDuplicate, eventsRejected
+        case ingestRounds, ingestRoundTrips
         case jobsProduced, jobsClaimed, jobsAcked, jobsRetried, jobsDead, jobsRequeued
         case deliveryClaims
     }
@@ -177,6 +178,13 @@ package final class Metrics: Sendable {
         out += "herald_events_total{result=\"accepted\"} \(value(.eventsAccepted))\n"
         out += "herald_events_total{result=\"duplicate\"} \(value(.eventsDuplicate))\n"
         out += "herald_events_total{result=\"rejected\"} \(value(.eventsRejected))\n"
+
+        header(&out, "herald_ingest_rounds_total", "counter",
+               "Ingest rounds (transactions of group commit, one or more requests' events) committed by this process.")
+        out += "herald_ingest_rounds_total \(value(.ingestRounds))\n"
+        header(&out, "herald_ingest_round_trips_total", "counter",
+               "Round trips to PostgreSQL made by those rounds (a pipeline of statements is one); three a round when every event is a new message.")
+        out += "herald_ingest_round_trips_total \(value(.ingestRoundTrips))\n"
 
         header(&out, "herald_jobs_produced_total", "counter", "Push jobs committed by this process (ingest and large-group fan-out).")
         out += "herald_jobs_produced_total \(value(.jobsProduced))\n"
