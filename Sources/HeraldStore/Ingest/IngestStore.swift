@@ -63,8 +63,9 @@ package struct IngestStore: Sendable {
         var waitForAll = waitForAll || connection.inTransaction
         // A round of new messages only (the usual one) stores them in its first round trip after
         // the locks, before it knows they are new and filed under the right threads; when that
-        // guess is wrong the transaction is rolled back and run again the usual way.
-        var speculate = rejected.isEmpty && original.allSatisfy {
+        // guess is wrong the transaction is rolled back and run again the usual way (not inside a
+        // caller's transaction, which could not roll back this part alone).
+        var speculate = rejected.isEmpty && !connection.inTransaction && original.allSatisfy {
             if case .messageCreated = $0.event.event { return true } else { return false }
         }
         var attempt = 0
