@@ -230,9 +230,9 @@ public final class PostgresConnection: @unchecked Sendable {
             try check(prepared, sql: sql)
             preparedNames[sql] = name
         }
-        roundTrips += 1
         let result = try withParameters(parameters, sql: sql) { count, values in
-            PQexecPrepared(handle, name, count, values, nil, nil, 0)
+            roundTrips += 1
+            return PQexecPrepared(handle, name, count, values, nil, nil, 0)
         }
         return try check(result, sql: sql)
     }
@@ -240,9 +240,9 @@ public final class PostgresConnection: @unchecked Sendable {
     private func queryOnce(_ sql: String, _ parameters: [any PostgresEncodable]) throws -> PostgresRows {
         try flush()
         let handle = try liveHandle(sql: sql)
-        roundTrips += 1
         let result = try withParameters(parameters, sql: sql) { count, values in
-            PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
+            roundTrips += 1
+            return PQexecParams(handle, sql, count, nil, values, nil, nil, 0)
         }
         return try check(result, sql: sql)
     }

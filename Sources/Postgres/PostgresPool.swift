@@ -37,6 +37,8 @@ public final class PostgresPool: Sendable {
         var closed = false
         /// The connection each affinity key last used (`withConnection(affinity:)`).
         var lastUsed: [Int: ObjectIdentifier] = [:]
+        /// Connections opened (idle or in use), at most the pool's size.
+        var opened = 0
     }
 
     /// What the pool was made with.
@@ -114,6 +116,11 @@ public final class PostgresPool: Sendable {
             if let index = state.idle.lastIndex(where: { !owned.contains(ObjectIdentifier($0)) }) {
                 return (state.idle.remove(at: index), false)
             }
+            // only keys' connections are idle, or none: below the pool's size another is opened
+            if state.idle.isEmpty || state.opened < configuration.size {
+                state.opened += 1
+                return (nil, false)
+            }
             return (state.idle.popLast(), false)
         }
         if taken.1 {
@@ -131,7 +138,7 @@ public final class PostgresPool: Sendable {
                                           prepareStatements: configuration.prepareStatements)
         } catch {
             // The slot is free again; a broken connection object is kept so that it reconnects next time.
-            if let connection = taken.0 { state.withLock { $0.idle.append(connection) } }
+            if let connection = taken.0 { state.withLock { $0.idle.append(connection) } } else { state.withLock { $0.opened -= 1 } }
             inUseCount.subtract(1, ordering: .relaxed)
             slots.signal()
             throw error

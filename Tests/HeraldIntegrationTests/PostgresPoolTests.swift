@@ -33,7 +33,7 @@ struct PostgresPoolTests {
         pool.close()
     }
 
-    @Test("a plain caller leaves a key's connection alone while another is idle, even when the key's was released last")
+    @Test("a plain caller leaves a key's connection alone while another is idle or the pool has room, even when the key's was released last")
     func plainCallersPassOverKeyedConnections() throws {
         let url = try TestEnvironment.configuration().databaseURL!
         let pool = PostgresPool(configuration: .init(connectionString: url, size: 3))
@@ -50,12 +50,20 @@ struct PostgresPoolTests {
         try pool.withConnection(affinity: 3) { _ in }
         #expect(try pool.withConnection { try backend($0) } == plain)
         #expect(try pool.withConnection(affinity: 3) { try backend($0) } == keyed)
-        // with only the key's connection idle, a plain caller takes it rather than open another
+        // with only the key's connection idle, a plain caller opens another (the pool has room)…
         let (first, second) = try pool.withConnection { busy throws -> (Int, Int) in
             (try backend(busy), try pool.withConnection { try backend($0) })
         }
         #expect(first == plain)
-        #expect(second == keyed)
+        #expect(second != keyed && second != plain)
+        // …and at the pool's size takes the key's rather than wait
+        let (one, two, three) = try pool.withConnection { a throws -> (Int, Int, Int) in
+            try pool.withConnection { b throws -> (Int, Int, Int) in
+                (try backend(a), try backend(b), try pool.withConnection { try backend($0) })
+            }
+        }
+        #expect(Set([one, two]) == Set([plain, second]))
+        #expect(three == keyed)
         pool.close()
     }
 }

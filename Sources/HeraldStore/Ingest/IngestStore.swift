@@ -166,6 +166,13 @@ package struct IngestStore: Sendable {
             } catch is Misguessed {
                 speculate = false
                 attempt -= 1
+            } catch let error as PostgresError where error.isTransient && speculate {
+                // What a round stores ahead is written under the locks of the threads its events
+                // name; when one was filed elsewhere, another round holding the real thread may be
+                // writing the same messages, and PostgreSQL breaks the deadlock by failing one of
+                // the two. That round runs again the usual way.
+                speculate = false
+                attempt -= 1
             } catch let needed as NeedsLocks where attempt < 3 {
                 // Evidence can appear between tries (other batches' mentions commit): the next try
                 // holds every group of the batch exclusively, so it cannot miss one.

@@ -183,7 +183,7 @@ package final class Metrics: Sendable {
                "Ingest rounds (transactions of group commit, one or more requests' events) committed by this process.")
         out += "herald_ingest_rounds_total \(value(.ingestRounds))\n"
         header(&out, "herald_ingest_round_trips_total", "counter",
-               "Round trips to PostgreSQL made by those rounds (a pipeline of statements is one); three a round when every event is a new message.")
+               "Round trips to PostgreSQL made by those rounds (a pipeline of statements is one): three for a round of new messages, one more when some of its threads were busy.")
         out += "herald_ingest_round_trips_total \(value(.ingestRoundTrips))\n"
 
         header(&out, "herald_jobs_produced_total", "counter", "Push jobs committed by this process (ingest and large-group fan-out).")
