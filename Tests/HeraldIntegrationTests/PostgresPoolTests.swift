@@ -6,13 +6,19 @@ import Testing
 /// connection it used last (where they are prepared and planned), not the pool's most recent.
 @Suite("Postgres pool affinity", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
 struct PostgresPoolTests {
+    /// A pool of three connections to the test database.
+    static func pool() throws -> PostgresPool {
+        PostgresPool(configuration: .init(connectionString: try TestEnvironment.configuration().databaseURL!, size: 3))
+    }
+
+    /// The server process behind a connection: which connection the pool handed out.
+    func backend(_ connection: PostgresConnection) throws -> Int {
+        try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
+    }
+
     @Test("an affinity key gets its last connection back while it is idle; the others are handed out as before")
     func affinity() throws {
-        let url = try TestEnvironment.configuration().databaseURL!
-        let pool = PostgresPool(configuration: .init(connectionString: url, size: 3))
-        func backend(_ connection: PostgresConnection) throws -> Int {
-            try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
-        }
+        let pool = try Self.pool()
         // three connections open; the affinity key's is released first, so it ends deepest in the
         // idle list, under the two that a plain caller gets first
         var keyed = 0, plain = 0
@@ -35,11 +41,7 @@ struct PostgresPoolTests {
 
     @Test("a plain caller leaves a key's connection alone while another is idle or the pool has room, even when the key's was released last")
     func plainCallersPassOverKeyedConnections() throws {
-        let url = try TestEnvironment.configuration().databaseURL!
-        let pool = PostgresPool(configuration: .init(connectionString: url, size: 3))
-        func backend(_ connection: PostgresConnection) throws -> Int {
-            try connection.query("SELECT pg_backend_pid()")[0].decode(0, as: Int.self)
-        }
+        let pool = try Self.pool()
         // two connections open; the key's is released last, so it is the most recent idle one
         var keyed = 0, plain = 0
         try pool.withConnection { outer in
