@@ -15,16 +15,22 @@ struct MetricsTests {
     /// `/metrics` read by the strict reader (`PrometheusText`, unit-tested on its own).
     static func parse(_ text: String) throws -> Exposition { try PrometheusText.parse(text) }
 
-    @Test("the exposition parses, and requests, events and jobs move their counters by exactly what happened")
-    func countersFollowTheWork() throws {
+    /// A server of its own on a database of its own, with an app: a server on the shared one
+    /// would deliver (claim and ack) the jobs of other suites' webhook apps, and other suites'
+    /// requests would move the counters these tests read.
+    static func withServerOfItsOwn(prefix: String, _ body: (HeraldServer, HTTPClient, TestApp) throws -> Void) throws {
         let environment = try TestEnvironment.shared()
-        // In a database of its own: a server on the shared one would deliver (claim and ack) the
-        // jobs of other suites' webhook apps and move the counters this test reads.
-        try environment.withDatabaseOfItsOwn(prefix: "metrics") { databaseURL in
+        try environment.withDatabaseOfItsOwn(prefix: prefix) { databaseURL in
             let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: databaseURL))
             defer { server.shutdown() }
             let client = HTTPClient(port: server.port)
-            let app = try environment.makeApp(prefix: "metrics", client: client)
+            try body(server, client, try environment.makeApp(prefix: prefix, client: client))
+        }
+    }
+
+    @Test("the exposition parses, and requests, events and jobs move their counters by exactly what happened")
+    func countersFollowTheWork() throws {
+        try Self.withServerOfItsOwn(prefix: "metrics") { server, client, app in
 
             let before = try Self.parse(try client.get("/metrics").text)
             // 3 members; a thread start by alice notifies bob and carol; a duplicate and a rejected event.
@@ -100,12 +106,7 @@ struct MetricsTests {
     /// seen before) is rolled back and answered as duplicates, the usual way.
     @Test("a round of new replies makes three round trips to PostgreSQL; its redelivery is answered as duplicates")
     func roundTripsOfARound() throws {
-        let environment = try TestEnvironment.shared()
-        try environment.withDatabaseOfItsOwn(prefix: "trips") { databaseURL in
-            let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: databaseURL))
-            defer { server.shutdown() }
-            let client = HTTPClient(port: server.port)
-            let app = try environment.makeApp(prefix: "trips", client: client)
+        try Self.withServerOfItsOwn(prefix: "trips") { _, client, app in
             let past = nowMilliseconds() - 60_000
             let setup = ["alice", "bob", "carol"].map { Events.member("j-\($0)", "member.joined", uid: $0, at: past - 1000) }
                 + [Events.message("m-1", id: "m1", sender: "alice", at: past, text: "hello")]

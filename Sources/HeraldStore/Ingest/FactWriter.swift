@@ -11,6 +11,7 @@ package struct FactWriter {
     package let rehome: [Rehoming]
 
     // message.created, one per message id (the first wins, as a redelivery under a new event id would)
+    /// (read by `IngestStore.apply`: every one of them must come back fresh from `createdStatements`)
     private(set) var created: [DomainEvent.MessageCreated] = []
     /// The event that brought each message.created, for its jobs.
     private var createdEvents: [[UInt8]: IncomingEvent] = [:]
@@ -336,9 +337,6 @@ package struct FactWriter {
         if let evidence { statements.append(evidence) }
         return (statements, evidence == nil ? nil : statements.count - 1)
     }
-
-    /// How many messages `createdStatements` stores: every one must come back fresh.
-    package var createdCount: Int { created.count }
 
     /// Stores message.created facts; returns the messages whose creation was new.
     private func insertCreated(on connection: PostgresConnection) throws -> (fresh: [DomainEvent.MessageCreated], placeholders: [String]) {

@@ -128,7 +128,7 @@ package struct IngestStore: Sendable {
                         // right only if no event was seen before, no thread changed and every
                         // message's creation was new (not a republish, not a placeholder's)
                         let (fresh, placeholders) = try FactWriter.applied(found[2], of: ahead.created)
-                        guard !resolved.moved, found[0].count == original.count, fresh.count == ahead.createdCount,
+                        guard !resolved.moved, found[0].count == original.count, fresh.count == ahead.created.count,
                               placeholders.isEmpty else { throw Misguessed() }
                         prestored = FactWriter.Prestored(applied: found[2], evidence: stored.evidence.map { found[2 + $0] })
                     }
