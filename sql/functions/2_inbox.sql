@@ -192,10 +192,13 @@ DECLARE
     going text[]; going_after text[]; going_version text[]; again text[]; done text[];
 BEGIN
     WITH k AS MATERIALIZED (
-        SELECT st.thread_id, st.refresh_after, st.refresh_version, t.xmin::text AS version
-          FROM stale_threads st
-          JOIN threads t ON t.app = p_app AND t.parent_id = st.thread_id
-         WHERE st.app = p_app AND st.thread_id = ANY (p_threads)
+        -- each thread's rows through their keys (OFFSET 0: a generic plan read the app's every
+        -- stale thread and filtered them)
+        SELECT st.thread_id, st.refresh_after, st.refresh_version, t.version
+          FROM (SELECT DISTINCT unnest(p_threads) AS id) x
+          CROSS JOIN LATERAL (SELECT st.thread_id, st.refresh_after, st.refresh_version FROM stale_threads st
+                               WHERE st.app = p_app AND st.thread_id = x.id OFFSET 0) st
+          CROSS JOIN LATERAL (SELECT t.xmin::text AS version FROM threads t WHERE t.app = p_app AND t.parent_id = x.id OFFSET 0) t
     ), slice AS MATERIALIZED (
         -- one row more than a slice: whether the pass goes on; with what the new values need
         SELECT k.thread_id, x.*
@@ -221,11 +224,16 @@ BEGIN
            AND (s.conversation_id, s.activity_at, s.visible) IS DISTINCT FROM (v.conversation_id, v.activity_at, v.visible)
         RETURNING 1
     ), progress AS (
+        -- each thread's slice counted again through the index (a scan of the slices' rows for
+        -- each thread compared every thread with every row: 3 million pairs a call of 500 threads)
         SELECT k.*, p.more, p.last,
                -- a pass that began with this slice, or ends on the version it began with
                k.refresh_after IS NULL OR k.refresh_version = k.version AS unchanged
-          FROM k CROSS JOIN LATERAL (SELECT count(*) > p_limit AS more, max(sl.uid) FILTER (WHERE sl.n = p_limit) AS last
-                                       FROM slice sl WHERE sl.thread_id = k.thread_id) p
+          FROM k CROSS JOIN LATERAL (
+               SELECT count(*) > p_limit AS more, max(x.uid) FILTER (WHERE x.n = p_limit) AS last
+                 FROM (SELECT s.uid, row_number() OVER (ORDER BY s.uid) AS n FROM subscriptions s
+                        WHERE s.app = p_app AND s.thread_id = k.thread_id AND s.uid > coalesce(k.refresh_after, '')
+                        ORDER BY s.uid LIMIT p_limit + 1) x) p
     )
     SELECT coalesce(array_agg(thread_id) FILTER (WHERE more), '{}'),
            coalesce(array_agg(last) FILTER (WHERE more), '{}'),
@@ -279,9 +287,14 @@ BEGIN
           CROSS JOIN LATERAL (SELECT * FROM messages r
                                WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen OFFSET 0) r
     ),
+    -- each thread's new replies and the latest of them (its fields aggregated, not joined back:
+    -- a join of the two sets was planned as every pair, 87,000 a round of W1)
     grown AS (
         SELECT f.parent_id AS thread_id, count(*) FILTER (WHERE f.deleted_at IS NULL) AS n, min(f.parent_sender) AS parent_sender,
-               (array_agg(f.id ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_id
+               (array_agg(f.id ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_id,
+               (array_agg(f.sender ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_sender,
+               (array_agg(f.text ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_text,
+               (array_agg(f.sent_at ORDER BY f.sent_at DESC, f.id COLLATE "C" DESC) FILTER (WHERE f.deleted_at IS NULL))[1] AS last_at
           FROM fresh f
          WHERE f.parent_id = ANY (p_threads) AND f.parent_id <> ALL (p_recount)
          GROUP BY f.parent_id
@@ -292,17 +305,16 @@ BEGIN
             -- while the parent is unseen the author is the least parentSender of the replies, as
             -- herald_refresh_threads has it (least() passes over nulls)
             author = CASE WHEN t.parent_seen THEN t.author ELSE least(t.author, g.parent_sender) END,
-            last_reply_id = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
-                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.id ELSE t.last_reply_id END,
-            last_reply_sender = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
-                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.sender ELSE t.last_reply_sender END,
-            last_reply_text = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
-                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.text ELSE t.last_reply_text END,
-            last_reply_at = CASE WHEN l.id IS NOT NULL AND (t.last_reply_id IS NULL OR (l.sent_at, l.id COLLATE "C") >
-                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN l.sent_at ELSE t.last_reply_at END,
+            last_reply_id = CASE WHEN g.last_id IS NOT NULL AND (t.last_reply_id IS NULL OR (g.last_at, g.last_id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN g.last_id ELSE t.last_reply_id END,
+            last_reply_sender = CASE WHEN g.last_id IS NOT NULL AND (t.last_reply_id IS NULL OR (g.last_at, g.last_id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN g.last_sender ELSE t.last_reply_sender END,
+            last_reply_text = CASE WHEN g.last_id IS NOT NULL AND (t.last_reply_id IS NULL OR (g.last_at, g.last_id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN g.last_text ELSE t.last_reply_text END,
+            last_reply_at = CASE WHEN g.last_id IS NOT NULL AND (t.last_reply_id IS NULL OR (g.last_at, g.last_id COLLATE "C") >
+                                      (t.last_reply_at, t.last_reply_id COLLATE "C")) THEN g.last_at ELSE t.last_reply_at END,
             updated_at = herald_now_ms()
           FROM grown g
-          LEFT JOIN fresh l ON l.id = g.last_id
          WHERE t.app = p_app AND t.parent_id = g.thread_id
         RETURNING t.parent_id
     )
@@ -464,8 +476,9 @@ BEGIN
            FROM (SELECT DISTINCT unnest(p_threads) AS id) x
           CROSS JOIN LATERAL (SELECT t.parent_id, t.deleted_at, t.reply_count FROM threads t
                                WHERE t.app = p_app AND t.parent_id = x.id OFFSET 0) t
-           LEFT JOIN (SELECT m.parent_id, count(*) AS c FROM messages m
-                       WHERE m.app = p_app AND m.id = ANY (p_new_replies) GROUP BY m.parent_id) n ON n.parent_id = t.parent_id
+           LEFT JOIN (SELECT m.parent_id, count(*) AS c FROM (SELECT DISTINCT unnest(p_new_replies) AS id) r
+                       CROSS JOIN LATERAL (SELECT m.parent_id FROM messages m WHERE m.app = p_app AND m.id = r.id OFFSET 0) m
+                       GROUP BY m.parent_id) n ON n.parent_id = t.parent_id
           WHERE t.parent_id = ANY (p_recount) OR t.deleted_at IS NOT NULL OR t.reply_count <= coalesce(n.c, 0);
         IF visible IS NOT NULL THEN
             PERFORM herald_refresh_visibility(p_app, visible);
@@ -483,7 +496,9 @@ BEGIN
             read_at = t.last_reply_at, read_id = t.last_reply_id, read_count = t.reply_count,
             has_unread = false, unread_mentions = 0, activity_at = t.last_reply_at
           FROM unnest(sender_uids, sender_threads) AS k(uid, thread_id)
-          JOIN threads t ON t.app = p_app AND t.parent_id = k.thread_id
+          -- each thread through its key (OFFSET 0: a join read the app's every thread)
+          CROSS JOIN LATERAL (SELECT t.last_reply_at, t.last_reply_id, t.reply_count FROM threads t
+                               WHERE t.app = p_app AND t.parent_id = k.thread_id OFFSET 0) t
          WHERE s.app = p_app AND s.uid = k.uid AND s.thread_id = k.thread_id
            AND (s.read_at, s.read_id, s.read_count, s.has_unread, s.unread_mentions, s.activity_at) IS DISTINCT FROM
                (t.last_reply_at, t.last_reply_id, t.reply_count, false, 0, t.last_reply_at);
