@@ -85,7 +85,8 @@ package final class HeraldServer: Sendable {
         // another); the rest one by one.
         var stages: [[any Service]] = [
             [DatabasePools(pools: [database, deliveryDatabase], migrator: migrator, logger: logger)],
-            [maintenance, fanout, digests, service.services.inboxRefresher, delivery],
+            [maintenance, fanout, digests, service.services.inboxRefresher, delivery,
+             PlanRefresher(pools: [database, deliveryDatabase], logger: logger, intervalSeconds: configuration.planCheckSeconds)],
             [Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))],
             [notifications], [jobWaiter], [changeWaiter],
         ]

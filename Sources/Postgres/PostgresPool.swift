@@ -39,6 +39,9 @@ public final class PostgresPool: Sendable {
         var lastUsed: [Int: ObjectIdentifier] = [:]
         /// Connections opened (idle or in use), at most the pool's size.
         var opened = 0
+        /// Bumped by `replan()`; each connection's plans are of the generation it last had.
+        var generation = 0
+        var planned: [ObjectIdentifier: Int] = [:]
     }
 
     /// What the pool was made with.
@@ -79,6 +82,19 @@ public final class PostgresPool: Sendable {
         return try body(connection)
     }
 
+    /// Makes every connection open now discard its cached plans (`DISCARD PLANS`) before its
+    /// next use, so that each statement is planned again from what the tables are then.
+    ///
+    /// PostgreSQL keeps a generic plan (a prepared statement's, or a PL/pgSQL function's) for the
+    /// connection's life, until an `ANALYZE` of a table it reads. A plan made while the tables
+    /// were small reads them whole — a scan is the cheapest way through a table of a few pages,
+    /// even where a key is given — and goes on reading them whole as they grow, until the
+    /// autovacuum's next analyze (a minute and more: W1 of `make bench`, a new app's first 60,000
+    /// replies, ran on the plans of its empty tables). A plan made again sees the tables' sizes.
+    public func replan() {
+        state.withLock { $0.generation += 1 }
+    }
+
     /// Runs `body` in a transaction on a connection of its own.
     public func withTransaction<T>(_ body: (PostgresConnection) throws -> T) throws -> T {
         try withConnection { connection in try connection.withTransaction(body) }
@@ -102,11 +118,21 @@ public final class PostgresPool: Sendable {
             throw PostgresError(code: .poolTimeout,
                                 message: "no database connection free within \(configuration.acquireTimeoutSeconds)s")
         }
+        var stalePlans = false
         let taken = state.withLock { state -> (PostgresConnection?, Bool) in
             if state.closed { return (nil, true) }
+            /// Whether `connection`'s plans are older than the last `replan()`; notes them as current.
+            func take(_ connection: PostgresConnection?) -> (PostgresConnection?, Bool) {
+                if let connection {
+                    let id = ObjectIdentifier(connection)
+                    stalePlans = state.planned[id, default: state.generation] != state.generation
+                    state.planned[id] = state.generation
+                }
+                return (connection, false)
+            }
             if let affinity, let last = state.lastUsed[affinity],
                let index = state.idle.lastIndex(where: { ObjectIdentifier($0) == last }) {
-                return (state.idle.remove(at: index), false)
+                return take(state.idle.remove(at: index))
             }
             // Any other caller takes, while there is one, an idle connection that no affinity key
             // used last: the most recently released is usually a lane's, between its rounds, and
@@ -114,14 +140,14 @@ public final class PostgresPool: Sendable {
             // (S1: five connections planned in the first 17 rounds, ~25 ms each).
             let owned = Set(state.lastUsed.values)
             if let index = state.idle.lastIndex(where: { !owned.contains(ObjectIdentifier($0)) }) {
-                return (state.idle.remove(at: index), false)
+                return take(state.idle.remove(at: index))
             }
             // only keys' connections are idle, or none: below the pool's size another is opened
             if state.idle.isEmpty || state.opened < configuration.size {
                 state.opened += 1
                 return (nil, false)
             }
-            return (state.idle.popLast(), false)
+            return take(state.idle.popLast())
         }
         if taken.1 {
             slots.signal()
@@ -131,11 +157,14 @@ public final class PostgresPool: Sendable {
         do {
             if let connection = taken.0 {
                 try connection.ensureAlive()
+                if stalePlans { try connection.execute(unsafeSQL: "DISCARD PLANS") }
                 return connection
             }
-            return try PostgresConnection(connectionString: configuration.connectionString,
-                                          applicationName: configuration.applicationName,
-                                          prepareStatements: configuration.prepareStatements)
+            let connection = try PostgresConnection(connectionString: configuration.connectionString,
+                                                    applicationName: configuration.applicationName,
+                                                    prepareStatements: configuration.prepareStatements)
+            state.withLock { $0.planned[ObjectIdentifier(connection)] = $0.generation }
+            return connection
         } catch {
             // The slot is free again; a broken connection object is kept so that it reconnects next time.
             if let connection = taken.0 { state.withLock { $0.idle.append(connection) } } else { state.withLock { $0.opened -= 1 } }

@@ -77,6 +77,9 @@ package struct Configuration: Sendable, Equatable {
     /// Seconds a large-group fan-out task is leased to one worker (`HERALD_FANOUT_LEASE_SECONDS`):
     /// after a crash, another instance resumes it this long after the last chunk.
     package var fanoutLeaseSeconds: Int
+    /// Seconds between two looks at the tables' sizes (`PlanRefresher`: a table that doubled has
+    /// the statements planned again). Not an environment setting; tests shorten it.
+    package var planCheckSeconds = 5.0
     /// Tests only (`HERALD_TEST_DIGEST_PAUSE_MS`): milliseconds a digest pass waits after deciding,
     /// before writing, so that a test can kill Herald there (SPEC §17: exactly once across a crash).
     package var testDigestPauseMs = 0

@@ -1,0 +1,74 @@
+import HeraldDomain
+import Postgres
+import Synchronization
+
+/// Has the pools' connections plan their statements again when a table has doubled in size
+/// (`PostgresPool.replan()`).
+///
+/// Herald's statements run with generic plans (`GenericPlans`, and its PL/pgSQL functions), which
+/// a connection keeps until an `ANALYZE` of a table they read. A plan made while a table was a few
+/// pages reads it whole, even where a key is given (a scan of a few pages costs less than an
+/// index), and keeps reading it whole as it grows: on a new database, W1's first 60,000 replies
+/// ran on the plans made for its empty tables until the autovacuum analysed them (the catch-up
+/// look-up scanned all 5,000 threads for each of a round's 340 keys, 175 ms a round). Sizes are
+/// what the planner reads at planning time, so a table that doubled is what makes a plan stale;
+/// a table's size at most doubles a few dozen times in its life, so this costs a few re-plannings
+/// per connection, and none on a database whose size holds.
+package final class PlanRefresher: Service {
+    package let pools: [PostgresPool]
+    package let logger: Logger
+    package let intervalSeconds: Double
+    /// Tables smaller than this never make plans stale (about sixteen pages).
+    package static let smallTableBytes: Int64 = 128 * 1024
+    private let loop = BackgroundLoop(label: "herald.plans", qos: .utility)
+    /// Each table's size when the plans were last made again (or at the first look).
+    private let planned = Mutex<[String: Int64]?>(nil)
+
+    package init(pools: [PostgresPool], logger: Logger, intervalSeconds: Double = 5) {
+        self.pools = pools
+        self.logger = logger
+        self.intervalSeconds = intervalSeconds
+    }
+
+    /// The service's name (logs, `HERALD_TEST_END_SERVICE`).
+    package var name: String { "plans" }
+    package var shutdownTimeoutSeconds: Double? { 10 }
+
+    /// Looks every `intervalSeconds` until `shutdown()`; a look that fails (the database away) is
+    /// tried again at the next.
+    package func run() {
+        loop.run { [self] in
+            do {
+                try check()
+            } catch {
+                logger.debug("plan refresher: could not read the tables' sizes", ["error": .string(String(describing: error))])
+            }
+            return .rest(seconds: intervalSeconds)
+        }
+    }
+
+    package func shutdown() { loop.shutdown() }
+
+    /// One look at the tables' sizes; when one has at least doubled since the plans were made (and
+    /// is past `smallTableBytes`), every pooled connection plans again. Returns the tables that grew.
+    @discardableResult
+    package func check() throws -> [String] {
+        let sizes = try pools[0].withConnection { connection in
+            try connection.query("""
+                SELECT c.relname::text, pg_relation_size(c.oid) FROM pg_class c
+                 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+                """).map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int64.self)) }
+        }
+        let grown = planned.withLock { planned -> [String] in
+            defer { if planned == nil { planned = Dictionary(sizes, uniquingKeysWith: max) } }
+            guard let before = planned else { return [] }
+            let grown = sizes.filter { $0.1 >= 2 * max(before[$0.0] ?? 0, Self.smallTableBytes) }.map(\.0).sorted()
+            if !grown.isEmpty { planned = Dictionary(sizes, uniquingKeysWith: max) }
+            return grown
+        }
+        guard !grown.isEmpty else { return [] }
+        for pool in pools { pool.replan() }
+        logger.info("tables grew: statements planned again", ["tables": .array(grown.map { .string($0) })])
+        return grown
+    }
+}

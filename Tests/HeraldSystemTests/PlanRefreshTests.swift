@@ -1,0 +1,107 @@
+import Foundation
+import HeraldApp
+import HeraldDomain
+import HeraldStore
+@testable import HeraldTestSupport
+import Postgres
+import Testing
+
+/// Statements planned while the tables were small are planned again once a table has doubled
+/// (`PlanRefresher`, `PostgresPool.replan()`): a plan made on a table of a few pages reads it
+/// whole, even through a key, and a connection keeps it until an ANALYZE.
+@Suite("Plans follow the tables' growth", .serialized, .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
+struct PlanRefreshTests {
+    /// Each statement's plan with the rows each node read, from the cluster's log (auto_explain).
+    static let planLogging = [
+        "session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
+        "auto_explain.log_timing = off", "auto_explain.log_nested_statements = on",
+    ]
+
+    @Test("a round of replies after the tables grew reads its rows through their keys, not whole tables")
+    func roundAfterGrowth() throws {
+        let cluster = try PrivateCluster()
+        defer { cluster.destroy() }
+        let admin = try PostgresConnection(connectionString: cluster.url)
+        for setting in Self.planLogging {
+            try admin.execute(unsafeSQL: "ALTER DATABASE herald SET \(setting)")
+        }
+        var configuration = try TestEnvironment.configuration(databaseURL: cluster.url)
+        configuration.planCheckSeconds = 0.2
+        let logs = LogRecorder()
+        let server = try HeraldServer(configuration: configuration, logger: Logger(level: .info) { logs.append($0) })
+        try server.start()
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        #expect(try client.post("/v1/apps", token: TestEnvironment.adminToken, json: #"{"id":"grow"}"#).status == 201)
+        let key = try client.post("/v1/apps/grow/keys", token: TestEnvironment.adminToken, json: #"{"role":"ingest"}"#).json["key"] as? String
+        let ingestKey = try #require(key)
+        func post(_ event: [String: Any]) throws {
+            let answer = try client.post("/v1/events", token: ingestKey, json: Events.json(event),
+                                         headers: ["Content-Type": "application/cloudevents+json"])
+            #expect(answer.status == 200 || answer.status == 202, "\(answer.status) \(answer.text)")
+        }
+        // A thread and replies, one a request, while every table is a page or two: each statement
+        // of a round is planned (and, prepared, has its generic plan after five runs) on them.
+        let base: Int64 = 1_700_000_000_000
+        try post(Events.message("p", id: "p1", sender: "u0", at: base))
+        for n in 1...8 {
+            try post(Events.message("r\(n)", id: "r\(n)", sender: "u\(n % 4)", parent: "p1", at: base + Int64(n)))
+        }
+        // The app's other threads arrive (written directly, triggers off: only their size matters
+        // here): 20,000 threads, their parents and a subscriber each.
+        try admin.execute(unsafeSQL: """
+            SET session_replication_role = replica;
+            INSERT INTO threads (app, parent_id, conversation_id, receiver_type, group_id, author, parent_seen, parent_sent_at, reply_count, updated_at)
+            SELECT 'grow', 'q' || i, 'group_g1', 'group', 'g1', 'u0', true, \(base), 0, \(base) FROM generate_series(1, 20000) i;
+            INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, sender, sent_at, text, created_seen, event_source, event_id)
+            SELECT 'grow', 'q' || i, 'group_g1', 'group', 'g1', 'u0', \(base), 'hi', true, 'chat', 'q' || i FROM generate_series(1, 20000) i;
+            INSERT INTO subscriptions (app, uid, thread_id, subscribed, source, reason, since, updated_at)
+            SELECT 'grow', 'u0', 'q' || i, true, 'auto', 'started', \(base), \(base) FROM generate_series(1, 20000) i;
+            SET session_replication_role = origin;
+            """)
+        #expect(eventually(seconds: 10) { logs.all.contains { $0.contains("statements planned again") } },
+                "the refresher noticed the tables' growth")
+        // The next rounds, as the log shows their plans.
+        let logFile = cluster.directory + "/postgres.log"
+        let before = (try? FileManager.default.attributesOfItem(atPath: logFile)[.size] as? Int) ?? 0
+        for n in 9...12 {
+            try post(Events.message("r\(n)", id: "r\(n)", sender: "u\(n % 4)", parent: "p1", at: base + Int64(n)))
+        }
+        let handle = try #require(FileHandle(forReadingAtPath: logFile))
+        try handle.seek(toOffset: UInt64(before))
+        let plans = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        #expect(plans.contains("Query Text"), "auto_explain logged the rounds")
+        let wide = Self.wideReads(plans, tables: ["threads", "messages", "subscriptions"], atLeast: 1000)
+        #expect(wide.isEmpty, "plan nodes that read a grown table whole:\n\(wide.joined(separator: "\n"))")
+    }
+
+    /// The plan nodes in `log` that read at least `atLeast` rows of one of `tables` (rows × loops)
+    /// or removed that many by a filter, and the joins that discarded that many pairs, each with
+    /// its statement's first line.
+    static func wideReads(_ log: String, tables: [String], atLeast: Int) -> [String] {
+        var found: [String] = []
+        var statement = ""
+        var node = ""
+        for line in log.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+            if let range = line.range(of: "Query Text: ") { statement = String(line[range.upperBound...].prefix(80)) }
+            if line.contains("(cost=") { node = line }
+            let readsTable = tables.contains { node.contains(" on \($0) ") }
+            if readsTable, line == node, let rows = number(after: "actual rows=", in: line),
+               let loops = number(after: "loops=", in: line), rows * loops >= atLeast {
+                found.append("\(statement) | \(node)")
+            }
+            if readsTable, let removed = number(after: "Rows Removed by Filter: ", in: line), removed >= atLeast {
+                found.append("\(statement) | \(node) | removed \(removed)")
+            }
+            if let removed = number(after: "Rows Removed by Join Filter: ", in: line), removed >= atLeast {
+                found.append("\(statement) | \(node) | join removed \(removed)")
+            }
+        }
+        return found
+    }
+
+    static func number(after marker: String, in line: String) -> Int? {
+        guard let range = line.range(of: marker) else { return nil }
+        return Int(line[range.upperBound...].prefix { $0.isNumber })
+    }
+}
