@@ -25,6 +25,8 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `target_session_attrs=read-write` then finds the primary.
     private var mustReconnect = false
     private let overrides: [(keyword: String, value: String)]
+    /// Settings made for the session at each (re)connection (`set_config(name, value, false)`).
+    private let settings: [(name: String, value: String)]
     /// Statements queued by `send`, not sent yet: they go with the next statement whose rows are
     /// read, in one round trip.
     private var queued: [(sql: String, parameters: [any PostgresEncodable])] = []
@@ -37,12 +39,14 @@ public final class PostgresConnection: @unchecked Sendable {
     /// Opens a connection. `connectionString` is a libpq URL (`postgresql://…`) or a conninfo
     /// string (`host=… dbname=…`); `overrides` are libpq keywords that replace its values (the
     /// host and port of another node of a Citus cluster, reached as the coordinator is).
+    /// `settings` are made for the session each time it connects.
     public init(connectionString: String, applicationName: String = "herald", prepareStatements: Bool = true,
-                overrides: [(keyword: String, value: String)] = []) throws {
+                overrides: [(keyword: String, value: String)] = [], settings: [(name: String, value: String)] = []) throws {
         self.connectionString = connectionString
         self.applicationName = applicationName
         self.prepareStatements = prepareStatements
         self.overrides = overrides
+        self.settings = settings
         try connect()
     }
 
@@ -89,6 +93,14 @@ public final class PostgresConnection: @unchecked Sendable {
         // Notices ("relation already exists, skipping") would go to stderr; drop them.
         PQsetNoticeProcessor(newHandle, { _, _ in }, nil)
         handle = newHandle
+        // SET, not set_config(): a utility statement is not planned, so nothing of the session
+        // runs before the settings do (with `jit`, the setting's own SELECT was JIT-compiled)
+        for setting in settings {
+            guard !setting.name.isEmpty, setting.name.allSatisfy({ $0.isLetter || $0 == "_" || $0 == "." }) else {
+                throw PostgresError(code: .connectionFailure, message: "not a setting's name: \(setting.name)")
+            }
+            try execute(unsafeSQL: "SET \(setting.name) TO '\(setting.value.replacing("'", with: "''"))'")
+        }
     }
 
     /// Makes sure the connection is alive before it is handed out. A session the server ended

@@ -20,15 +20,18 @@ public final class PostgresPool: Sendable {
         public var applicationName: String
         /// False behind a pooler in transaction mode: statements are then sent unnamed.
         public var prepareStatements: Bool
+        /// Made for each connection's session when it connects (see `PostgresConnection`).
+        public var settings: [(name: String, value: String)]
 
         /// The pool's settings; the connection string is libpq's (URL or conninfo).
         public init(connectionString: String, size: Int = 16, acquireTimeoutSeconds: Double = 5,
-                    applicationName: String = "herald", prepareStatements: Bool = true) {
+                    applicationName: String = "herald", prepareStatements: Bool = true, settings: [(name: String, value: String)] = []) {
             self.connectionString = connectionString
             self.size = max(1, size)
             self.acquireTimeoutSeconds = acquireTimeoutSeconds
             self.applicationName = applicationName
             self.prepareStatements = prepareStatements
+            self.settings = settings
         }
     }
 
@@ -162,7 +165,8 @@ public final class PostgresPool: Sendable {
             }
             let connection = try PostgresConnection(connectionString: configuration.connectionString,
                                                     applicationName: configuration.applicationName,
-                                                    prepareStatements: configuration.prepareStatements)
+                                                    prepareStatements: configuration.prepareStatements,
+                                                    settings: configuration.settings)
             state.withLock { $0.planned[ObjectIdentifier(connection)] = $0.generation }
             return connection
         } catch {

@@ -15,7 +15,7 @@
 
 -- Recomputes everything inbox-related of the (uid, thread) keys from the facts.
 CREATE OR REPLACE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_threads text[]) RETURNS void
-    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 BEGIN
     WITH keys AS MATERIALIZED (
         SELECT s.tid AS row, s.uid, s.thread_id, s.subscribed, s.source, s.reason, s.since, s.mark_at, s.mark_id,
@@ -96,7 +96,7 @@ $$;
 -- Only rows where one of these changes are written: in order, a reply after everyone's read
 -- position writes the rows that were wholly read, and no other.
 CREATE OR REPLACE FUNCTION herald_count_new_replies(p_app text, p_replies text[], p_uids text[], p_threads text[])
-    RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 BEGIN
     WITH replies AS MATERIALIZED (
         SELECT r.id, r.parent_id, r.sender, r.sent_at, r.mentions_all,
@@ -156,7 +156,7 @@ $$;
 -- where they differ (a thread's first reply, a deleted thread). The sort key is left to the
 -- background refresh (herald_apply lists the threads as stale).
 CREATE OR REPLACE FUNCTION herald_refresh_visibility(p_app text, p_threads text[]) RETURNS void
-    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 BEGIN
     WITH k AS MATERIALIZED (
         SELECT t.* FROM (SELECT DISTINCT unnest(p_threads) AS thread_id) x
@@ -187,7 +187,7 @@ $$;
 -- (Counts are derived when read: sql/0010_derived_unread.sql.)
 DROP FUNCTION IF EXISTS herald_refresh_thread_rows(text, text[]);
 CREATE OR REPLACE FUNCTION herald_refresh_thread_rows(p_app text, p_threads text[], p_limit int) RETURNS void
-    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 DECLARE
     going text[]; going_after text[]; going_version text[]; again text[]; done text[];
 BEGIN
@@ -259,7 +259,7 @@ $$;
 
 -- After membership changed for (group, uid) pairs: visibility of those users' rows in those groups.
 CREATE OR REPLACE FUNCTION herald_refresh_access(p_app text, p_groups text[], p_uids text[]) RETURNS void
-    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 BEGIN
     UPDATE subscriptions s SET
         visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
@@ -275,7 +275,7 @@ $$;
 -- added to the thread row (no recount of the thread's replies). Returns the threads so updated.
 DROP FUNCTION IF EXISTS herald_add_replies(text, text[], text[], text[], text[]);
 CREATE OR REPLACE FUNCTION herald_add_replies(p_app text, p_threads text[], p_recount text[], p_new_replies text[])
-    RETURNS text[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    RETURNS text[] LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 DECLARE
     done text[];
 BEGIN
@@ -349,7 +349,7 @@ CREATE OR REPLACE FUNCTION herald_apply(p_app text, p_key_uids text[], p_key_thr
                                         p_threads text[], p_messages text[],
                                         p_evidence_groups text[], p_evidence_uids text[], p_new_replies text[], p_deleted_replies text[],
                                         p_recount text[])
-    RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    RETURNS void LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 DECLARE
     key_uids text[];
     key_threads text[];

@@ -108,7 +108,7 @@ $$;
 --   3. NOTIFY herald_changes with the users ("app<US>uid" separated by <RS>, 30 to a message),
 --      which wakes the feed's long polls on every instance.
 CREATE OR REPLACE FUNCTION herald_commit_changes() RETURNS trigger
-    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan AS $$
+    LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 DECLARE
     me xid8 := pg_current_xact_id();
     v_app text := NEW.app;

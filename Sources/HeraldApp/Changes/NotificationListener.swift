@@ -101,7 +101,9 @@ package final class NotificationListener: Sendable {
         func stopped() -> Bool { stopping.load(ordering: .relaxed) }
         while !stopped() {
             do {
-                let connection = try PostgresConnection(connectionString: connectionString ?? "", applicationName: "herald-listen")
+                // a session of its own, never a transaction pooler's (see HeraldServer.init)
+                let connection = try PostgresConnection(connectionString: connectionString ?? "", applicationName: "herald-listen",
+                                                        settings: HeraldServer.sessionSettings(prepare: true))
                 defer { connection.close() }
                 try connection.execute(unsafeSQL: "LISTEN herald_changes; LISTEN herald_jobs")
                 if failures > 0 { logger.info("notification listener connected again", [:]) }

@@ -6,11 +6,12 @@ import HeraldStore
 import Postgres
 import Testing
 
-/// Statements planned while the tables were small are planned again once a table has doubled
-/// (`PlanRefresher`, `PostgresPool.replan()`): a plan made on a table of a few pages reads it
-/// whole, even through a key, and a connection keeps it until an ANALYZE.
-@Suite("Plans follow the tables' growth", .serialized, .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
-struct PlanRefreshTests {
+/// How Herald's statements are planned, as the database's own log shows it (auto_explain on a
+/// cluster of the test's own): planned again once a table has doubled (`PlanRefresher`,
+/// `PostgresPool.replan()`: a plan made on a table of a few pages reads it whole, even through a
+/// key, and a connection keeps it until an ANALYZE), and never JIT-compiled.
+@Suite("How Herald's statements are planned", .serialized, .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
+struct PlanningTests {
     /// Each statement's plan with the rows each node read, from the cluster's log (auto_explain).
     static let planLogging = [
         "session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = 0", "auto_explain.log_analyze = on",
@@ -73,6 +74,45 @@ struct PlanRefreshTests {
         #expect(plans.contains("Query Text"), "auto_explain logged the rounds")
         let wide = Self.wideReads(plans, tables: ["threads", "messages", "subscriptions"], atLeast: 1000)
         #expect(wide.isEmpty, "plan nodes that read a grown table whole:\n\(wide.joined(separator: "\n"))")
+    }
+
+    /// JIT compilation costs tens of milliseconds at every run of a plan whose estimate passes
+    /// `jit_above_cost`, and Herald's statements take milliseconds (W1: PostgreSQL's CPU 117 s
+    /// with it, 68 s without). Here every statement's estimate passes it: none may be compiled.
+    @Test("no statement of a round, a claim or a read is JIT-compiled, whatever its estimated cost")
+    func noJIT() throws {
+        let cluster = try PrivateCluster()
+        defer { cluster.destroy() }
+        let admin = try PostgresConnection(connectionString: cluster.url)
+        let available = try admin.queryOnce("SELECT pg_jit_available()")[0].decode(0, as: Bool.self)
+        try #require(available, "this PostgreSQL has no JIT provider: the test could not fail")
+        for setting in Self.planLogging + ["jit = on", "jit_above_cost = 0"] {
+            try admin.execute(unsafeSQL: "ALTER DATABASE herald SET \(setting)")
+        }
+        let server = try HeraldTestServer.start(try TestEnvironment.configuration(databaseURL: cluster.url))
+        defer { server.shutdown() }
+        let client = HTTPClient(port: server.port)
+        #expect(try client.post("/v1/apps", token: TestEnvironment.adminToken, json: #"{"id":"jit"}"#).status == 201)
+        var keys: [String: String] = [:]
+        for role in ["ingest", "worker", "server"] {
+            keys[role] = try client.post("/v1/apps/jit/keys", token: TestEnvironment.adminToken, json: #"{"role":"\#(role)"}"#).json["key"] as? String
+        }
+        let base = Int64(Date().timeIntervalSince1970 * 1000) - 10_000
+        var events: [Any] = [Events.message("p", id: "p1", sender: "u0", at: base)]
+        for n in 1...6 {
+            events.append(Events.message("r\(n)", id: "r\(n)", sender: "u\(n % 3)", parent: "p1", at: base + Int64(n),
+                                         mentions: n == 3 ? ["u5"] : []))
+        }
+        let posted = try client.post("/v1/events", token: keys["ingest"], json: Events.json(events),
+                                     headers: ["Content-Type": "application/cloudevents-batch+json"])
+        #expect(posted.status == 200, "\(posted.text)")
+        let claimed = try client.post("/v1/jobs/claim", token: keys["worker"], json: #"{"max": 100}"#)
+        #expect(claimed.status == 200 && !(claimed.json["jobs"] as? [Any] ?? []).isEmpty, "\(claimed.text)")
+        #expect(try client.get("/v1/users/u1/threads", token: keys["server"]).status == 200)
+        let log = try String(contentsOfFile: cluster.directory + "/postgres.log", encoding: .utf8)
+        #expect(log.contains("Query Text"), "auto_explain logged the statements")
+        let compiled = log.components(separatedBy: "LOG:  duration:").filter { $0.contains("JIT:") }
+        #expect(compiled.isEmpty, "JIT-compiled statements: \(compiled.prefix(3).joined(separator: "\n"))")
     }
 
     /// The plan nodes in `log` that read at least `atLeast` rows of one of `tables` (rows × loops)
