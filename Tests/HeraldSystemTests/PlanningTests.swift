@@ -41,27 +41,43 @@ struct PlanningTests {
                                          headers: ["Content-Type": "application/cloudevents+json"])
             #expect(answer.status == 200 || answer.status == 202, "\(answer.status) \(answer.text)")
         }
-        // A thread and replies, one a request, while every table is a page or two: each statement
-        // of a round is planned (and, prepared, has its generic plan after five runs) on them.
-        let base: Int64 = 1_700_000_000_000
+        // The app's other parents first (written directly, triggers off: only their size matters
+        // here), and statistics gathered then: the index of replies (messages_replies_by_time,
+        // partial) is empty, and the planner believes it so until the next ANALYZE.
+        let base = Int64(Date().timeIntervalSince1970 * 1000) - 60_000
+        try admin.execute(unsafeSQL: """
+            SET session_replication_role = replica;
+            INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, sender, sent_at, text, created_seen, event_source, event_id)
+            SELECT 'grow', 'q' || i, 'group_g1', 'group', 'g1', 'u0', \(base), 'hi', true, 'chat', 'q' || i FROM generate_series(1, 20000) i;
+            SET session_replication_role = origin;
+            ANALYZE messages;
+            """)
+        // A thread and replies, one a request, while the other tables are a page or two: each
+        // statement of a round is planned (and, prepared, has its generic plan after five runs) on them.
         try post(Events.message("p", id: "p1", sender: "u0", at: base))
         for n in 1...8 {
             try post(Events.message("r\(n)", id: "r\(n)", sender: "u\(n % 4)", parent: "p1", at: base + Int64(n)))
         }
-        // The app's other threads arrive (written directly, triggers off: only their size matters
-        // here): 20,000 threads, their parents and a subscriber each.
+        // Then their threads, 20,000 replies and a subscriber each.
         try admin.execute(unsafeSQL: """
             SET session_replication_role = replica;
             INSERT INTO threads (app, parent_id, conversation_id, receiver_type, group_id, author, parent_seen, parent_sent_at, reply_count, updated_at)
-            SELECT 'grow', 'q' || i, 'group_g1', 'group', 'g1', 'u0', true, \(base), 0, \(base) FROM generate_series(1, 20000) i;
-            INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, sender, sent_at, text, created_seen, event_source, event_id)
-            SELECT 'grow', 'q' || i, 'group_g1', 'group', 'g1', 'u0', \(base), 'hi', true, 'chat', 'q' || i FROM generate_series(1, 20000) i;
+            SELECT 'grow', 'q' || i, 'group_g1', 'group', 'g1', 'u0', true, \(base), 1, \(base) FROM generate_series(1, 20000) i;
+            INSERT INTO messages (app, id, conversation_id, receiver_type, group_id, sender, parent_id, parent_sender, sent_at, text,
+                                  created_seen, event_source, event_id)
+            SELECT 'grow', 'qr' || i, 'group_g1', 'group', 'g1', 'u1', 'q' || i, 'u0', \(base), 'hi', true, 'chat', 'qr' || i
+              FROM generate_series(1, 20000) i;
             INSERT INTO subscriptions (app, uid, thread_id, subscribed, source, reason, since, updated_at)
             SELECT 'grow', 'u0', 'q' || i, true, 'auto', 'started', \(base), \(base) FROM generate_series(1, 20000) i;
             SET session_replication_role = origin;
             """)
         #expect(eventually(seconds: 10) { logs.all.contains { $0.contains("statements planned again") } },
                 "the refresher noticed the tables' growth")
+        // and gathered the grown tables' statistics before the plans were made again
+        let noticed = logs.all.filter { $0.contains("statements planned again") }
+        #expect(noticed.contains { $0.contains(#""analysed":["#) && $0.contains(#""messages""#) }, "\(noticed)")
+        let analysed = try admin.queryOnce("SELECT analyze_count FROM pg_stat_user_tables WHERE relname = 'messages'")[0].decode(0, as: Int64.self)
+        #expect(analysed >= 2, "messages analysed by the test, then by Herald: \(analysed)")
         // The next rounds, as the log shows their plans.
         let logFile = cluster.directory + "/postgres.log"
         let before = (try? FileManager.default.attributesOfItem(atPath: logFile)[.size] as? Int) ?? 0

@@ -41,8 +41,11 @@ BEGIN
                   UNION ALL
                   -- mentioned: the mentioning reply and later ones are unread (for a mention added by
                   -- an edit, the reply's own time, not the edit's)
+                  -- (each mention's message through its key, OFFSET 0: a join read the app's
+                  -- every message by app alone in plans made on young tables)
                   SELECT coalesce((SELECT min(m.sent_at) FROM mentions mn
-                                     JOIN messages m ON m.app = p_app AND m.id = mn.message_id
+                                    CROSS JOIN LATERAL (SELECT m.sent_at FROM messages m
+                                                         WHERE m.app = p_app AND m.id = mn.message_id OFFSET 0) m
                                     WHERE mn.app = p_app AND mn.thread_id = k.thread_id AND mn.uid = k.uid
                                       AND mn.at = k.since), k.since), ''
                    WHERE k.subscribed AND k.reason = 'mention'
@@ -57,12 +60,14 @@ BEGIN
                      count(*) FILTER (WHERE r.sender <> p.uid AND r.mentions_all)
                      -- explicit mentions through the user's own mention rows, not a probe per reply
                      + (SELECT count(DISTINCT mr.id) FROM mentions mn
-                          JOIN messages mr ON mr.app = p_app AND mr.id = mn.message_id
-                         WHERE p.subscribed AND mn.app = p_app AND mn.thread_id = p.thread_id AND mn.uid = p.uid
-                           AND mr.parent_id = p.thread_id AND mr.created_seen AND mr.deleted_at IS NULL
-                           AND mr.sender <> p.uid AND NOT mr.mentions_all
-                           AND (mr.sent_at, mr.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808),
-                                                                  coalesce(p.read_id, '') COLLATE "C")) AS mentions
+                         CROSS JOIN LATERAL (SELECT mr.id FROM messages mr
+                                              WHERE mr.app = p_app AND mr.id = mn.message_id
+                                                AND mr.parent_id = p.thread_id AND mr.created_seen AND mr.deleted_at IS NULL
+                                                AND mr.sender <> p.uid AND NOT mr.mentions_all
+                                                AND (mr.sent_at, mr.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808),
+                                                                                       coalesce(p.read_id, '') COLLATE "C")
+                                             OFFSET 0) mr
+                         WHERE p.subscribed AND mn.app = p_app AND mn.thread_id = p.thread_id AND mn.uid = p.uid) AS mentions
                 FROM messages r
                WHERE p.subscribed AND r.app = p_app AND r.parent_id = p.thread_id AND r.created_seen AND r.deleted_at IS NULL
                  AND (r.sent_at, r.id COLLATE "C") > (coalesce(p.read_at, -9223372036854775808), coalesce(p.read_id, '') COLLATE "C")
@@ -105,9 +110,11 @@ BEGIN
                (SELECT coalesce(jsonb_object_agg(mn.uid, true), '{}') FROM mentions mn
                  WHERE mn.app = p_app AND mn.message_id = r.id AND mn.at = r.sent_at) AS mentioned
           FROM (SELECT DISTINCT unnest(p_replies) AS id) x
-          CROSS JOIN LATERAL (SELECT * FROM messages r
-                               WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen
-                                 AND r.deleted_at IS NULL OFFSET 0) r
+          -- by its key alone inside (OFFSET 0), the rest outside: with `parent_id IS NOT NULL`
+          -- inside, the partial index of replies qualified, and its statistics, gathered while it
+          -- was empty, made it look empty: every reply of the app was read for each (W1)
+          CROSS JOIN LATERAL (SELECT * FROM messages r WHERE r.app = p_app AND r.id = x.id OFFSET 0) r
+         WHERE r.parent_id IS NOT NULL AND r.created_seen AND r.deleted_at IS NULL
     ),
     keys AS MATERIALIZED (SELECT DISTINCT uid, thread_id FROM unnest(p_uids, p_threads) AS k(uid, thread_id)),
     -- per thread, what any of its new replies could change: an @all, the users mentioned, and
@@ -284,8 +291,9 @@ BEGIN
     END IF;
     WITH fresh AS MATERIALIZED (
         SELECT r.* FROM (SELECT DISTINCT unnest(p_new_replies) AS id) x
-          CROSS JOIN LATERAL (SELECT * FROM messages r
-                               WHERE r.app = p_app AND r.id = x.id AND r.parent_id IS NOT NULL AND r.created_seen OFFSET 0) r
+          -- (by its key alone inside: see herald_count_new_replies)
+          CROSS JOIN LATERAL (SELECT * FROM messages r WHERE r.app = p_app AND r.id = x.id OFFSET 0) r
+         WHERE r.parent_id IS NOT NULL AND r.created_seen
     ),
     -- each thread's new replies and the latest of them (its fields aggregated, not joined back:
     -- a join of the two sets was planned as every pair, 87,000 a round of W1)
@@ -405,7 +413,8 @@ BEGIN
         -- a deleted reply may have been counted anywhere: its thread's subscribers are recomputed
         SELECT s.uid, s.thread_id, NULL
           FROM (SELECT DISTINCT m.parent_id FROM unnest(p_deleted_replies) AS x(id)
-                  JOIN messages m ON m.app = p_app AND m.id = x.id AND m.parent_id IS NOT NULL) d
+                  CROSS JOIN LATERAL (SELECT m.parent_id FROM messages m WHERE m.app = p_app AND m.id = x.id OFFSET 0) m
+                 WHERE m.parent_id IS NOT NULL) d
           CROSS JOIN LATERAL (SELECT s.uid, s.thread_id FROM subscriptions s
                                WHERE s.app = p_app AND s.thread_id = d.parent_id OFFSET 0) s
     ),

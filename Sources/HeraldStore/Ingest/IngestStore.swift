@@ -291,8 +291,7 @@ package struct IngestStore: Sendable {
         for _ in 0..<8 {
             let next = Set(stored.values.map(\.parent).filter { looked.insert(Array($0.utf8)).inserted && batch[Array($0.utf8)] == nil })
             guard !next.isEmpty else { break }
-            for row in try connection.query(
-                "SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(Array(next))::text[]) AND parent_id IS NOT NULL") {
+            for row in try connection.query(Self.storedReplies(app: app, ids: Array(next))) {
                 stored[Array(try row.decode("id", as: String.self).utf8)] =
                     (try row.decode("parent_id", as: String.self), try row.decode("parent_sender", as: String?.self))
             }
@@ -339,12 +338,24 @@ package struct IngestStore: Sendable {
     /// Each row through its key, in any plan (`MigrationTests.threadLookup`).
     package static func threadLookup(app: String, lookup: [String], hosts: [String]) -> SQL {
         """
-        SELECT id, parent_id, parent_sender FROM messages WHERE app = \(app) AND id = ANY (\(lookup)::text[]) AND parent_id IS NOT NULL
+        \(storedReplies(app: app, ids: lookup))
         UNION ALL
         -- OFFSET 0: a generic plan with `parent_id = ANY (…)` read the app's every thread by its
         -- app alone and filtered them (W1: 8 ms a batch with 5,000 threads)
         SELECT t.parent_id, NULL, NULL FROM unnest(\(hosts)::text[]) AS h(id)
          CROSS JOIN LATERAL (SELECT t.parent_id FROM threads t WHERE t.app = \(app) AND t.parent_id = h.id OFFSET 0) t
+        """
+    }
+
+    /// The stored replies among `ids`: id, parent and parent's author, each through its key. Not
+    /// `id = ANY (…) AND parent_id IS NOT NULL`: that qualified the partial index of replies, whose
+    /// statistics, gathered while it was empty, made it look empty, and the app's every reply was
+    /// read for each batch (W1).
+    static func storedReplies(app: String, ids: [String]) -> SQL {
+        """
+        SELECT m.id, m.parent_id, m.parent_sender FROM unnest(\(ids)::text[]) AS x(id)
+         CROSS JOIN LATERAL (SELECT m.id, m.parent_id, m.parent_sender FROM messages m WHERE m.app = \(app) AND m.id = x.id OFFSET 0) m
+         WHERE m.parent_id IS NOT NULL
         """
     }
 

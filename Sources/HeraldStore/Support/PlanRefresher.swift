@@ -3,7 +3,7 @@ import Postgres
 import Synchronization
 
 /// Has the pools' connections plan their statements again when a table has doubled in size
-/// (`PostgresPool.replan()`).
+/// (`PostgresPool.replan()`), after gathering that table's statistics (`ANALYZE`).
 ///
 /// Herald's statements run with generic plans (`GenericPlans`, and its PL/pgSQL functions), which
 /// a connection keeps until an `ANALYZE` of a table they read. A plan made while a table was a few
@@ -67,8 +67,25 @@ package final class PlanRefresher: Service {
             return grown
         }
         guard !grown.isEmpty else { return [] }
+        // Their statistics first (the autovacuum's come up to a minute later): a partial index
+        // analysed while empty looks empty to the planner until then, however large it grew
+        // (W1: the index of replies chosen for look-ups by id, every reply read for each). An
+        // ANALYZE the database refuses (Herald's role does not own the table) leaves the
+        // re-planning alone to help.
+        var analysed: [String] = []
+        for table in grown {
+            do {
+                try pools[0].withConnection { connection in
+                    try connection.execute(unsafeSQL: "ANALYZE \"" + table.replacing("\"", with: "\"\"") + "\"")
+                }
+                analysed.append(table)
+            } catch {
+                logger.debug("plan refresher: could not analyse a table", ["table": .string(table), "error": .string(String(describing: error))])
+            }
+        }
         for pool in pools { pool.replan() }
-        logger.info("tables grew: statements planned again", ["tables": .array(grown.map { .string($0) })])
+        logger.info("tables grew: statements planned again", ["tables": .array(grown.map { .string($0) }),
+                                                              "analysed": .array(analysed.map { .string($0) })])
         return grown
     }
 }
