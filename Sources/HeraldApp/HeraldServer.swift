@@ -99,11 +99,10 @@ package final class HeraldServer: Sendable {
     }
 
     /// What Herald's sessions set when they connect: no JIT compilation. Herald's statements take
-    /// milliseconds; a generic plan whose estimate passes `jit_above_cost` (arrays of ids, tables
-    /// younger than their statistics) was compiled at every run, 40 ms a call of
-    /// `herald_count_new_replies` (W1: 695 events/s with JIT, 1,182 without, PostgreSQL's CPU
-    /// 117 s against 68). Behind a pooler in transaction mode a session setting would reach another
-    /// client's session: none then, and the PL/pgSQL functions turn it off themselves.
+    /// milliseconds, and JIT compiles at every execution of a plan whose estimate passes
+    /// `jit_above_cost` (tens of milliseconds), which a generic plan made from stale statistics
+    /// can (`PlanningTests.noJIT`). Behind a pooler in transaction mode a session setting would
+    /// reach another client's session: none then, and the PL/pgSQL functions turn it off themselves.
     static func sessionSettings(prepare: Bool) -> [(name: String, value: String)] {
         prepare ? [("jit", "off")] : []
     }

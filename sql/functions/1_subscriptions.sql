@@ -4,8 +4,8 @@
 -- planned on every call, and PL/pgSQL's custom plans were too (planning these statements took
 -- longer than running them). The statements reach rows through their keys with LATERAL …
 -- OFFSET 0 and ctid, so a generic plan is the right plan whatever the statistics. And never
--- JIT-compiled (`SET jit = off`): a generic plan whose estimate passed `jit_above_cost` was
--- compiled at every call, 40 ms for statements that run in 5 (Herald's sessions set it too).
+-- JIT-compiled (`SET jit = off`, as Herald's sessions set it): JIT compiles at every execution
+-- of a plan whose estimate passes `jit_above_cost`, tens of milliseconds for statements of a few.
 
 -- Is a user a member of the group now (SPEC §1)? Their latest join is later than their latest
 -- removal (group_members keeps both; a tie is a removal). The one definition of "member now":
