@@ -25,7 +25,7 @@ public final class PostgresConnection: @unchecked Sendable {
     /// `target_session_attrs=read-write` then finds the primary.
     private var mustReconnect = false
     private let overrides: [(keyword: String, value: String)]
-    /// Settings made for the session at each (re)connection (`set_config(name, value, false)`).
+    /// Settings made for the session at each (re)connection (`SET name TO 'value'`).
     private let settings: [(name: String, value: String)]
     /// Statements queued by `send`, not sent yet: they go with the next statement whose rows are
     /// read, in one round trip.
@@ -46,6 +46,9 @@ public final class PostgresConnection: @unchecked Sendable {
         self.applicationName = applicationName
         self.prepareStatements = prepareStatements
         self.overrides = overrides
+        for setting in settings where setting.name.isEmpty || !setting.name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_" || $0 == ".") }) {
+            throw PostgresError(code: .connectionFailure, message: "not a setting's name: \(setting.name)")
+        }
         self.settings = settings
         try connect()
     }
@@ -94,12 +97,15 @@ public final class PostgresConnection: @unchecked Sendable {
         PQsetNoticeProcessor(newHandle, { _, _ in }, nil)
         handle = newHandle
         // SET, not set_config(): a utility statement is not planned, so nothing of the session
-        // runs before the settings do (with `jit`, the setting's own SELECT was JIT-compiled)
-        for setting in settings {
-            guard !setting.name.isEmpty, setting.name.allSatisfy({ $0.isLetter || $0 == "_" || $0 == "." }) else {
-                throw PostgresError(code: .connectionFailure, message: "not a setting's name: \(setting.name)")
+        // runs before the settings do (with `jit` and a low `jit_above_cost`, the setting's own
+        // SELECT was compiled). A session whose settings failed is not kept.
+        do {
+            for setting in settings {
+                try execute(unsafeSQL: "SET \(setting.name) TO '\(setting.value.replacing("'", with: "''"))'")
             }
-            try execute(unsafeSQL: "SET \(setting.name) TO '\(setting.value.replacing("'", with: "''"))'")
+        } catch {
+            close()
+            throw error
         }
     }
 

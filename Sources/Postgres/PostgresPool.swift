@@ -170,8 +170,16 @@ public final class PostgresPool: Sendable {
             state.withLock { $0.planned[ObjectIdentifier(connection)] = $0.generation }
             return connection
         } catch {
-            // The slot is free again; a broken connection object is kept so that it reconnects next time.
-            if let connection = taken.0 { state.withLock { $0.idle.append(connection) } } else { state.withLock { $0.opened -= 1 } }
+            // The slot is free again; a broken connection object is kept so that it reconnects next
+            // time (its plans still to be discarded, when that was what failed).
+            if let connection = taken.0 {
+                state.withLock {
+                    $0.idle.append(connection)
+                    if stalePlans { $0.planned[ObjectIdentifier(connection)] = -1 }
+                }
+            } else {
+                state.withLock { $0.opened -= 1 }
+            }
             inUseCount.subtract(1, ordering: .relaxed)
             slots.signal()
             throw error

@@ -68,4 +68,32 @@ struct PostgresPoolTests {
         #expect(three == keyed)
         pool.close()
     }
+
+    /// `replan()`: a connection plans its statements again before its next use. A generic plan
+    /// made while a table was one page scans it (a scan of a page costs less than an index) and
+    /// is kept as the table grows; nothing analyses the table again here (autovacuum off), so only
+    /// the pool's `DISCARD PLANS` can make it plan again.
+    @Test("after replan(), a statement planned on a small table is planned again on the table it has become")
+    func replanDiscardsPlans() throws {
+        let pool = PostgresPool(configuration: .init(connectionString: try TestEnvironment.configuration().databaseURL!, size: 1))
+        defer { pool.close() }
+        let table = "replan_\(UInt32.random(in: 0...UInt32.max))"
+        let admin = try TestEnvironment.shared().connection()
+        try admin.execute(unsafeSQL: "CREATE TABLE \(table) (id int PRIMARY KEY, v int) WITH (autovacuum_enabled = off); INSERT INTO \(table) VALUES (1, 1); ANALYZE \(table)")
+        defer { _ = try? admin.execute(unsafeSQL: "DROP TABLE \(table)") }
+        func plan() throws -> String {
+            try pool.withConnection { connection in
+                try connection.queryOnce(SQL(unsafeRaw: "EXPLAIN EXECUTE lookup(7)")).map { try $0.decode(0, as: String.self) }.joined(separator: "\n")
+            }
+        }
+        try pool.withConnection { connection in
+            try connection.execute(unsafeSQL: "SET plan_cache_mode = force_generic_plan; PREPARE lookup(int) AS SELECT v FROM \(table) WHERE id = $1")
+        }
+        #expect(try plan().contains("Seq Scan"), "planned on one row")
+        try admin.execute(unsafeSQL: "INSERT INTO \(table) SELECT i, i FROM generate_series(2, 100000) i")
+        #expect(try plan().contains("Seq Scan"), "the plan is kept as the table grows")
+        pool.replan()
+        let again = try plan()
+        #expect(again.contains("Index") && !again.contains("Seq Scan"), "\(again)")
+    }
 }

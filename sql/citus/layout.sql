@@ -36,6 +36,9 @@ BEGIN
     -- on every node, for Herald's sessions and the functions that run on the workers.
     -- (Citus passes ALTER DATABASE … SET on to the workers.)
     EXECUTE format('ALTER DATABASE %I SET plan_cache_mode TO force_custom_plan', current_database());
+    -- and no JIT on any node (the coordinator sends statements the sessions' own setting does not
+    -- follow to the workers; see HeraldServer.sessionSettings)
+    EXECUTE format('ALTER DATABASE %I SET jit TO off', current_database());
     SET plan_cache_mode TO force_custom_plan; -- and this session (a pool's first connection), from its commit
     FOR f IN SELECT p.oid::regprocedure FROM pg_proc p
               WHERE p.proname LIKE 'herald%' AND p.prokind = 'f'

@@ -13,12 +13,14 @@ import Synchronization
 /// look-up scanned all 5,000 threads for each of a round's 340 keys, 175 ms a round). Sizes are
 /// what the planner reads at planning time, so a table that doubled is what makes a plan stale;
 /// a table's size at most doubles a few dozen times in its life, so this costs a few re-plannings
-/// per connection, and none on a database whose size holds.
+/// per connection, and none on a database whose size holds. Behind a pooler in transaction mode
+/// the `DISCARD PLANS` reaches whichever server session the pooler picks; the `ANALYZE` still
+/// makes every session plan that table's statements again.
 package final class PlanRefresher: Service {
     package let pools: [PostgresPool]
     package let logger: Logger
     package let intervalSeconds: Double
-    /// Tables smaller than this never make plans stale (about sixteen pages).
+    /// A table makes plans stale once it has doubled and reached twice this (about sixteen pages).
     package static let smallTableBytes: Int64 = 128 * 1024
     private let loop = BackgroundLoop(label: "herald.plans", qos: .utility)
     /// Each table's size when the plans were last made again (or at the first look).
@@ -49,34 +51,43 @@ package final class PlanRefresher: Service {
 
     package func shutdown() { loop.shutdown() }
 
-    /// One look at the tables' sizes; when one has at least doubled since the plans were made (and
-    /// is past `smallTableBytes`), every pooled connection plans again. Returns the tables that grew.
+    /// One look at the sizes of the tables Herald's role owns (the only ones it may analyse: a
+    /// refused `ANALYZE` is a warning, not an error); when one has at least doubled since the plans
+    /// were last made for it (and reached twice `smallTableBytes`), it is analysed and every
+    /// pooled connection plans again. Returns the tables that grew.
     @discardableResult
     package func check() throws -> [String] {
-        let sizes = try pools[0].withConnection { connection in
-            try connection.query("""
+        let sizes = try pools[0].withTransaction { connection in
+            // a table locked by a migration is not waited for long: the next look reads it
+            try connection.send("SET LOCAL lock_timeout = '1s'")
+            return try connection.query("""
                 SELECT c.relname::text, pg_relation_size(c.oid) FROM pg_class c
-                 WHERE c.relkind = 'r' AND c.relnamespace = current_schema()::regnamespace
+                 WHERE c.relkind = 'r' AND c.relnamespace = (SELECT n.oid FROM pg_namespace n WHERE n.nspname = current_schema())
+                   AND pg_has_role(c.relowner, 'USAGE')
                 """).map { (try $0.decode(0, as: String.self), try $0.decode(1, as: Int64.self)) }
         }
         let grown = planned.withLock { planned -> [String] in
-            defer { if planned == nil { planned = Dictionary(sizes, uniquingKeysWith: max) } }
-            guard let before = planned else { return [] }
-            let grown = sizes.filter { $0.1 >= 2 * max(before[$0.0] ?? 0, Self.smallTableBytes) }.map(\.0).sorted()
-            if !grown.isEmpty { planned = Dictionary(sizes, uniquingKeysWith: max) }
-            return grown
+            guard let before = planned else {
+                planned = Dictionary(sizes, uniquingKeysWith: max)
+                return []
+            }
+            let grown = sizes.filter { $0.1 >= 2 * max(before[$0.0] ?? 0, Self.smallTableBytes) }
+            // only the grown tables' marks move: a table that shrank since (a queue the autovacuum
+            // truncated) keeps its higher mark, so each table re-plans at most once per doubling
+            // of the largest size it had
+            for (table, size) in grown { planned?[table] = size }
+            return grown.map(\.0).sorted()
         }
         guard !grown.isEmpty else { return [] }
         // Their statistics first (the autovacuum's come up to a minute later): a partial index
         // analysed while empty looks empty to the planner until then, however large it grew
-        // (W1: the index of replies chosen for look-ups by id, every reply read for each). An
-        // ANALYZE the database refuses (Herald's role does not own the table) leaves the
-        // re-planning alone to help.
+        // (W1: the index of replies chosen for look-ups by id, every reply read for each).
+        // SKIP_LOCKED: a table an autovacuum or another instance is analysing is left to it.
         var analysed: [String] = []
         for table in grown {
             do {
                 try pools[0].withConnection { connection in
-                    try connection.execute(unsafeSQL: "ANALYZE \"" + table.replacing("\"", with: "\"\"") + "\"")
+                    try connection.execute(unsafeSQL: "ANALYZE (SKIP_LOCKED) \"" + table.replacing("\"", with: "\"\"") + "\"")
                 }
                 analysed.append(table)
             } catch {
