@@ -9,10 +9,19 @@ final class Subprocess: Sendable {
     let pid: pid_t
     /// The read end of the child's stdout+stderr.
     let output: Int32
+    private static let spawning = NSLock()
 
     init(_ arguments: [String], environment: [String: String]? = nil) throws {
+        // One spawn at a time, its pipe close-on-exec: a child another thread spawned meanwhile
+        // inherited this pipe's write end (two private clusters started at once each held the
+        // other's open through their server, and both tests waited for an end of output that
+        // never came).
+        Self.spawning.lock()
+        defer { Self.spawning.unlock() }
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw TestSetupError(message: "pipe failed") }
+        _ = fcntl(pipeEnds[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(pipeEnds[1], F_SETFD, FD_CLOEXEC)
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
