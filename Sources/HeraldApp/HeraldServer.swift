@@ -87,7 +87,7 @@ package final class HeraldServer: Sendable {
         var stages: [[any Service]] = [
             [DatabasePools(pools: [database, deliveryDatabase], migrator: migrator, logger: logger)],
             [maintenance, fanout, digests, service.services.inboxRefresher, delivery,
-             PlanRefresher(pools: [database, deliveryDatabase], logger: logger, intervalSeconds: configuration.planCheckSeconds)],
+             PlanRefresher(database: database, others: [deliveryDatabase], logger: logger, intervalSeconds: configuration.planCheckSeconds)],
             [Listener(http: http, drainTimeoutSeconds: Double(configuration.drainTimeoutSeconds))],
             [notifications], [jobWaiter], [changeWaiter],
         ]

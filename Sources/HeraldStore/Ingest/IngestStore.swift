@@ -353,7 +353,7 @@ package struct IngestStore: Sendable {
     /// read for each batch (W1).
     static func storedReplies(app: String, ids: [String]) -> SQL {
         """
-        SELECT m.id, m.parent_id, m.parent_sender FROM unnest(\(ids)::text[]) AS x(id)
+        SELECT m.id, m.parent_id, m.parent_sender FROM (SELECT DISTINCT unnest(\(ids)::text[]) AS id) x
          CROSS JOIN LATERAL (SELECT m.id, m.parent_id, m.parent_sender FROM messages m WHERE m.app = \(app) AND m.id = x.id OFFSET 0) m
          WHERE m.parent_id IS NOT NULL
         """

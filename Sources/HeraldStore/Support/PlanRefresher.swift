@@ -17,6 +17,9 @@ import Synchronization
 /// the `DISCARD PLANS` reaches whichever server session the pooler picks; the `ANALYZE` still
 /// makes every session plan that table's statements again.
 package final class PlanRefresher: Service {
+    /// The pool whose connection reads the sizes and analyses.
+    package let database: PostgresPool
+    /// Every pool whose connections plan again (`database` among them).
     package let pools: [PostgresPool]
     package let logger: Logger
     package let intervalSeconds: Double
@@ -26,8 +29,9 @@ package final class PlanRefresher: Service {
     /// Each table's size when the plans were last made again (or at the first look).
     private let planned = Mutex<[String: Int64]?>(nil)
 
-    package init(pools: [PostgresPool], logger: Logger, intervalSeconds: Double = 5) {
-        self.pools = pools
+    package init(database: PostgresPool, others: [PostgresPool] = [], logger: Logger, intervalSeconds: Double = 5) {
+        self.database = database
+        self.pools = [database] + others
         self.logger = logger
         self.intervalSeconds = intervalSeconds
     }
@@ -57,7 +61,7 @@ package final class PlanRefresher: Service {
     /// pooled connection plans again. Returns the tables that grew.
     @discardableResult
     package func check() throws -> [String] {
-        let sizes = try pools[0].withTransaction { connection in
+        let sizes = try database.withTransaction { connection in
             // a table locked by a migration is not waited for long: the next look reads it
             try connection.send("SET LOCAL lock_timeout = '1s'")
             return try connection.query("""
@@ -83,15 +87,15 @@ package final class PlanRefresher: Service {
         // analysed while empty looks empty to the planner until then, however large it grew
         // (W1: the index of replies chosen for look-ups by id, every reply read for each).
         // SKIP_LOCKED: a table an autovacuum or another instance is analysing is left to it.
-        var analysed: [String] = []
-        for table in grown {
-            do {
-                try pools[0].withConnection { connection in
+        let analysed = try database.withConnection { connection in
+            grown.filter { table in
+                do {
                     try connection.execute(unsafeSQL: "ANALYZE (SKIP_LOCKED) \"" + table.replacing("\"", with: "\"\"") + "\"")
+                    return true
+                } catch {
+                    logger.debug("plan refresher: could not analyse a table", ["table": .string(table), "error": .string(String(describing: error))])
+                    return false
                 }
-                analysed.append(table)
-            } catch {
-                logger.debug("plan refresher: could not analyse a table", ["table": .string(table), "error": .string(String(describing: error))])
             }
         }
         for pool in pools { pool.replan() }
