@@ -307,4 +307,21 @@ struct ServiceGroupTests {
         #expect(drained)
         #expect(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds < 1_000_000_000)
     }
+
+    @Test("started loops each run on a thread of their own: 400 waiting loops do not keep a new one from its first pass")
+    func manyStartedLoops() {
+        let waiting = (0..<400).map { BackgroundLoop(label: "test.waiting.\($0)") }
+        let passed = DispatchSemaphore(value: 0)
+        for loop in waiting { loop.start(pass: { passed.signal(); return .idle(seconds: 60) }) }
+        // every waiting loop ran its first pass (so each holds its thread in the wait)
+        var first = 0
+        while first < waiting.count, passed.wait(timeout: .now() + 10) == .success { first += 1 }
+        #expect(first == waiting.count)
+        let late = BackgroundLoop(label: "test.late")
+        let ran = DispatchSemaphore(value: 0)
+        late.start(pass: { ran.signal(); return .idle(seconds: 60) })
+        #expect(ran.wait(timeout: .now() + 10) == .success, "the 401st loop ran its first pass")
+        late.stop()
+        for loop in waiting { loop.stop() }
+    }
 }

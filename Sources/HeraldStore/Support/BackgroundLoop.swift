@@ -1,5 +1,6 @@
 import HeraldDomain
 import Dispatch
+import Locking
 import Synchronization
 
 /// One background loop: `run(pass:drain:)` runs `pass` until `shutdown()`, and after each pass
@@ -59,14 +60,23 @@ package final class BackgroundLoop: Sendable {
         if !stopping.exchange(true, ordering: .relaxed) { signal.signal() }
     }
 
-    /// Starts the loop on a Dispatch queue of its own, for a loop that another one owns and
-    /// stops (`AppDeliverer`, one per delivering app); a second call while it runs does
-    /// nothing. `drain` runs after the last pass, on the loop's queue, before `stop()` returns.
+    /// Starts the loop on a thread of its own, for a loop that another one owns and stops
+    /// (`AppDeliverer`, one per delivering app); a second call while it runs does nothing.
+    /// `drain` runs after the last pass, on the loop's thread, before `stop()` returns. A thread
+    /// (`DetachedThread`), not a Dispatch queue: the loop waits between passes, and each waiting
+    /// queue held one of Dispatch's few workers (above ~250 delivering apps none was left).
     package func start(pass: @escaping @Sendable () -> Next, drain: @escaping @Sendable () -> Void = {}) {
         guard !running.exchange(true, ordering: .relaxed) else { return }
-        DispatchQueue(label: label, qos: qos).async { [self] in
+        let started = DetachedThread.start { [self] in
             loop(pass: pass, drain: drain)
             finished.signal()
+        }
+        if !started {
+            // no thread to be had (the process's limit): run on Dispatch's pool rather than not at all
+            DispatchQueue(label: label, qos: qos).async { [self] in
+                loop(pass: pass, drain: drain)
+                finished.signal()
+            }
         }
     }
 
