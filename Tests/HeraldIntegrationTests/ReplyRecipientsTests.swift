@@ -1,0 +1,68 @@
+import Foundation
+@testable import HeraldTestSupport
+import Testing
+
+/// SPEC §8.1 with the app's group replies at `SUBSCRIBE_TO_SUBSCRIBED_THREADS`: a reply notifies
+/// the members whose own state says so — a subscription, a level, a mention, a quote, stored
+/// preferences — and nobody else; ingest reads only those members (Fanout.produce), so each
+/// kind of state is checked here, against explain too.
+@Suite("Who a reply notifies", .enabled(if: TestEnvironment.hasDatabase, TestEnvironment.skipped))
+struct ReplyRecipientsTests {
+    let environment: TestEnvironment
+    var client: HTTPClient { environment.client }
+
+    init() throws { environment = try TestEnvironment.shared() }
+
+    func send(_ app: TestApp, _ method: String, _ path: String, _ body: String) throws -> HTTPResult {
+        try client.send(method, path, token: app.serverKey, headers: ["Content-Type": "application/json"], body: Array(body.utf8))
+    }
+
+    @Test("replies at subscribed threads: each member's own state notifies them, members without any are not, and explain agrees",
+          arguments: [false, true])
+    func ownState(inBatchWithOthers: Bool) throws {
+        let app = try environment.makeApp(prefix: "recipients")
+        #expect(try send(app, "PATCH", "/v1/settings/notifications",
+                         #"{"groupPreferences":{"replies":{"value":"SUBSCRIBE_TO_SUBSCRIBED_THREADS"}}}"#).status == 200)
+        let members = ["owner", "replier", "prefs", "level", "mentioned", "quoted", "plain", "tuned", "manual", "muted", "gone"]
+        let base = nowMilliseconds() - 3_600_000
+        // members since before every message (a mention counts for a member at its time, SPEC §4)
+        let joins = members.enumerated().map { Events.member("join-\($1)", "member.joined", uid: $1, at: base - 1_000 + Int64($0)) }
+            + ["x", "y"].map { Events.member("join2-\($0)", "member.joined", group: "g2", uid: $0, at: base - 1_000) }
+        #expect(try app.post(joins, client: client).status == 200)
+        #expect(try app.post([
+            Events.message("e-p", id: "p", sender: "owner", at: base),
+            Events.message("e-q", id: "q", sender: "quoted", at: base + 10),
+            Events.message("e-r0", id: "r0", sender: "muted", parent: "p", at: base + 20),
+            Events.message("e-r1", id: "r1", sender: "gone", parent: "p", at: base + 30),
+        ], client: client).status == 200)
+        #expect(try send(app, "PATCH", "/v1/users/prefs/preferences", #"{"groupPreferences": {"replies": "SUBSCRIBE_TO_ALL"}}"#).status == 200)
+        #expect(try send(app, "PATCH", "/v1/users/tuned/preferences", #"{"timezone": "Europe/Paris"}"#).status == 200)
+        #expect(try send(app, "PUT", "/v1/users/level/conversations/group_g1/level", #"{"level": "all"}"#).status == 200)
+        #expect(try send(app, "PUT", "/v1/users/manual/threads/p/subscription", "{}").status == 200)
+        let later = nowMilliseconds() + 3_600_000
+        #expect(try send(app, "PUT", "/v1/users/muted/mutes", #"{"conversations": [{"id": "g1", "type": "group", "until": \#(later)}]}"#).status == 200)
+        #expect(try app.post([Events.member("e-left", "member.left", uid: "gone", at: nowMilliseconds())], client: client).status == 200)
+
+        var reply = Events.message("e-r", id: "r", sender: "replier", parent: "p", at: base + 100, mentions: ["mentioned"])
+        var data = reply["data"] as! [String: Any]
+        data["quotedMessageId"] = "q"
+        data["quotedSender"] = "quoted"
+        reply["data"] = data
+        // in a batch with a reply of another thread and a reply of another group, which share no set with it
+        let others = inBatchWithOthers ? [Events.message("e-s", id: "s", sender: "plain", parent: "q", at: base + 90),
+                                          Events.message("e-t", id: "t", sender: "x", group: "g2", at: base + 95)] : []
+        #expect(try app.post(others + [reply], client: client).status == 200)
+
+        var jobs: [String: String] = [:]
+        for row in try environment.connection().query("SELECT recipient, reason FROM jobs WHERE app = \(app.id) AND message_id = 'r'") {
+            jobs[try row.decode(0, as: String.self)] = try row.decode(1, as: String.self)
+        }
+        #expect(jobs == ["owner": "subscribedThread", "prefs": "allReplies", "level": "allReplies", "mentioned": "mention",
+                         "quoted": "quote", "manual": "subscribedThread"])
+        for uid in members where uid != "gone" {
+            let explained = try client.get("/v1/users/\(uid)/messages/r/routing", token: app.serverKey)
+            #expect(explained.status == 200)
+            #expect(explained.json["notified"] as? Bool == (jobs[uid] != nil), "\(uid): \(explained.text)")
+        }
+    }
+}
