@@ -201,11 +201,21 @@ package struct FactWriter {
         if !summaryGroups.isEmpty {
             try connection.send("""
                 INSERT INTO group_members AS g (app, group_id, uid, joined_at, removed_at)
-                SELECT \(app), gid, uid, max(j), max(r)
-                  FROM unnest(\(summaryGroups)::text[], \(summaryUsers)::text[], \(summaryJoined)::bigint[], \(summaryRemoved)::bigint[]) AS x(gid, uid, j, r)
-                 GROUP BY gid, uid
+                SELECT \(app), x.gid, x.uid, x.j, x.r
+                  FROM (SELECT gid, uid, max(j) AS j, max(r) AS r
+                          FROM unnest(\(summaryGroups)::text[], \(summaryUsers)::text[], \(summaryJoined)::bigint[], \(summaryRemoved)::bigint[]) AS x(gid, uid, j, r)
+                         GROUP BY gid, uid) x
+                 -- evidence the stored row covers already is left out before the insert: ON CONFLICT
+                 -- DO UPDATE locks the row it meets even when its WHERE changes nothing, and a
+                 -- sender's row stayed locked to the commit, for every message of an active member
+                 -- (batches in other threads of the group waited on it). Both columns only grow
+                 -- (greatest, here and in MembershipStore), so a row that covers it now always will.
+                 WHERE NOT EXISTS (SELECT FROM group_members o
+                                    WHERE o.app = \(app) AND o.group_id = x.gid AND o.uid = x.uid
+                                      AND (o.joined_at, o.removed_at) IS NOT DISTINCT FROM
+                                          (greatest(o.joined_at, x.j), greatest(o.removed_at, x.r)))
                  -- rows in one order: concurrent batches on other threads of the group lock them alike
-                 ORDER BY gid COLLATE "C", uid COLLATE "C"
+                 ORDER BY x.gid COLLATE "C", x.uid COLLATE "C"
                 ON CONFLICT (app, group_id, uid) DO UPDATE SET
                     joined_at = greatest(g.joined_at, EXCLUDED.joined_at),
                     removed_at = greatest(g.removed_at, EXCLUDED.removed_at)
