@@ -65,4 +65,32 @@ struct ReplyRecipientsTests {
             #expect(explained.json["notified"] as? Bool == (jobs[uid] != nil), "\(uid): \(explained.text)")
         }
     }
+
+    @Test("replies at mentions only: the mentioned are notified, one who joined after the reply too (no subscription row), each reply of a batch its own")
+    func mentionedWithoutSubscription() throws {
+        let app = try environment.makeApp(prefix: "recipients")
+        #expect(try send(app, "PATCH", "/v1/settings/notifications",
+                         #"{"groupPreferences":{"replies":{"value":"SUBSCRIBE_TO_MENTIONS"}}}"#).status == 200)
+        let base = nowMilliseconds() - 3_600_000
+        let early = ["owner", "a", "b", "c", "plain"]
+        #expect(try app.post(early.enumerated().map { Events.member("join-\($1)", "member.joined", uid: $1, at: base - 1_000 + Int64($0)) },
+                             client: client).status == 200)
+        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base)], client: client).status == 200)
+        // joins after the replies: a mention at their time subscribes nobody (SPEC §5.1), yet a
+        // member now who is mentioned is notified (SPEC §8.1)
+        #expect(try app.post([Events.member("join-late", "member.joined", uid: "late", at: nowMilliseconds())], client: client).status == 200)
+        // two replies of one thread in one batch, mentioning different members
+        #expect(try app.post([Events.message("e-r1", id: "r1", sender: "a", parent: "p", at: base + 100, mentions: ["late"]),
+                              Events.message("e-r2", id: "r2", sender: "b", parent: "p", at: base + 200, mentions: ["c"])],
+                             client: client).status == 200)
+        var jobs: Set<String> = []
+        for row in try environment.connection().query("SELECT message_id, recipient, reason FROM jobs WHERE app = \(app.id) AND message_id IN ('r1', 'r2')") {
+            jobs.insert("\(try row.decode(0, as: String.self)) \(try row.decode(1, as: String.self)) \(try row.decode(2, as: String.self))")
+        }
+        #expect(jobs == ["r1 late mention", "r2 c mention"])
+        for (message, uid) in [("r1", "late"), ("r1", "plain"), ("r2", "c"), ("r2", "late")] {
+            let explained = try client.get("/v1/users/\(uid)/messages/\(message)/routing", token: app.serverKey)
+            #expect(explained.json["notified"] as? Bool == jobs.contains { $0.hasPrefix("\(message) \(uid) ") }, "\(uid) \(message): \(explained.text)")
+        }
+    }
 }

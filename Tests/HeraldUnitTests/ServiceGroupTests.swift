@@ -319,9 +319,16 @@ struct ServiceGroupTests {
         #expect(first == waiting.count)
         let late = BackgroundLoop(label: "test.late")
         let ran = DispatchSemaphore(value: 0)
-        late.start(pass: { ran.signal(); return .idle(seconds: 60) })
+        let drained = Atomic<Int>(0)
+        late.start(pass: { ran.signal(); return .idle(seconds: 60) }, drain: { drained.add(1, ordering: .relaxed) })
         #expect(ran.wait(timeout: .now() + 10) == .success, "the 401st loop ran its first pass")
-        late.stop()
-        for loop in waiting { loop.stop() }
+        // stop ends the wait at once and returns after the drain; the loop can be started again
+        #expect(late.stop(timeout: 5))
+        #expect(drained.load(ordering: .relaxed) == 1)
+        late.start(pass: { ran.signal(); return .idle(seconds: 60) }, drain: { drained.add(1, ordering: .relaxed) })
+        #expect(ran.wait(timeout: .now() + 10) == .success, "started again")
+        #expect(late.stop(timeout: 5))
+        #expect(drained.load(ordering: .relaxed) == 2)
+        #expect(waiting.allSatisfy { $0.stop(timeout: 5) })
     }
 }
