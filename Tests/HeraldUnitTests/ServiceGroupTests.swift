@@ -331,4 +331,26 @@ struct ServiceGroupTests {
         #expect(drained.load(ordering: .relaxed) == 2)
         #expect(waiting.allSatisfy { $0.stop(timeout: 5) })
     }
+
+    @Test("loops stopped together are all asked before any is waited for: every drain runs while all are stopping")
+    func stopTogether() {
+        let loops = (0..<20).map { BackgroundLoop(label: "test.together.\($0)") }
+        let passed = DispatchSemaphore(value: 0)
+        let draining = Atomic<Int>(0)
+        let together = Atomic<Int>(0)
+        let allDraining = DispatchSemaphore(value: 0)
+        for loop in loops {
+            loop.start(pass: { passed.signal(); return .idle(seconds: 60) }, drain: {
+                if draining.add(1, ordering: .relaxed).newValue == loops.count {
+                    for _ in loops { allDraining.signal() }
+                }
+                // each drain waits for every other loop to be draining too: one stopped after
+                // another, the first would wait alone
+                if allDraining.wait(timeout: .now() + 5) == .success { together.add(1, ordering: .relaxed) }
+            })
+        }
+        for _ in loops { _ = passed.wait(timeout: .now() + 10) }
+        #expect(BackgroundLoop.stopTogether(loops, timeout: 30))
+        #expect(together.load(ordering: .relaxed) == loops.count)
+    }
 }

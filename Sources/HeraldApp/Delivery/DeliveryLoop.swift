@@ -73,13 +73,11 @@ package final class DeliveryLoop: Sendable {
     }
 
     /// Stops deliverers together (each finishes its requests in flight and gives back what it
-    /// did not send), not one after another.
+    /// did not send), not one after another: every one is asked first, then each is waited for
+    /// (a task per deliverer on Dispatch's global queue stopped them two at a time on two cores,
+    /// each waiting out its batch's sends).
     package static func stopAll(_ deliverers: [AppDeliverer]) {
-        let group = DispatchGroup()
-        for deliverer in deliverers {
-            DispatchQueue.global().async(group: group) { deliverer.stop() }
-        }
-        group.wait()
+        BackgroundLoop.stopTogether(deliverers.map(\.loop), timeout: 60)
     }
 
     /// Asks `run()` to stop the deliverers and return.
@@ -136,7 +134,7 @@ package final class AppDeliverer: Sendable {
     package let metrics: Metrics
     package let logger: Logger
     private let settings: Mutex<DeliverySettings>
-    private let loop: BackgroundLoop
+    fileprivate let loop: BackgroundLoop
     private let client: HTTPClient
     /// Direct delivery's keys and tokens (SPEC §13.4).
     private let direct = DirectSender()

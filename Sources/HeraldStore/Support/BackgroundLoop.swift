@@ -94,18 +94,40 @@ package final class BackgroundLoop: Sendable {
         if !woken.exchange(true, ordering: .relaxed) { signal.signal() }
     }
 
-    /// Stops a loop that `start` started, after the pass in progress and the drain, waiting at
-    /// most `timeout` seconds; it may be started again once it has stopped. Returns whether it
-    /// stopped in time.
+    /// Asks a loop that `start` started to stop after the pass in progress, without waiting for
+    /// it (`stop` waits). For stopping many together: each is asked first, then each is waited
+    /// for, so that they finish their passes at the same time, not one after another.
+    package func requestStop() {
+        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return }
+        signal.signal()
+    }
+
+    /// Stops a loop that `start` started (asking it, unless `requestStop` did), after the pass in
+    /// progress and the drain, waiting at most `timeout` seconds; it may be started again once it
+    /// has stopped. Returns whether it stopped in time. One caller waits for a loop at a time.
     @discardableResult
     package func stop(timeout: Double = 30) -> Bool {
-        guard running.load(ordering: .relaxed), !stopping.exchange(true, ordering: .relaxed) else { return true }
-        signal.signal()
+        guard running.load(ordering: .relaxed) else { return true }
+        if !stopping.exchange(true, ordering: .relaxed) { signal.signal() }
         guard finished.wait(timeout: .now() + timeout) == .success else { return false }
         stopping.store(false, ordering: .relaxed)
         woken.store(false, ordering: .relaxed)
         running.store(false, ordering: .relaxed)
         return true
+    }
+
+    /// Stops loops that `start` started together: every one is asked, then each is waited for
+    /// (at most `timeout` seconds in all). Returns whether all stopped in time.
+    @discardableResult
+    package static func stopTogether(_ loops: [BackgroundLoop], timeout: Double = 30) -> Bool {
+        for loop in loops { loop.requestStop() }
+        let deadline = DispatchTime.now() + timeout
+        var all = true
+        for loop in loops {
+            let left = Double(Int64(deadline.uptimeNanoseconds) - Int64(DispatchTime.now().uptimeNanoseconds)) / 1e9
+            all = loop.stop(timeout: max(left, 0)) && all
+        }
+        return all
     }
 
     private func wait(_ next: Next) {
