@@ -59,6 +59,11 @@ struct ReplyRecipientsTests {
         }
         #expect(jobs == ["owner": "subscribedThread", "prefs": "allReplies", "level": "allReplies", "mentioned": "mention",
                          "quoted": "quote", "manual": "subscribedThread"])
+        if inBatchWithOthers {
+            // the other group's top-level message (messages at SUBSCRIBE_TO_ALL) reads its every member in the same statement
+            let others = try environment.connection().query("SELECT recipient, reason FROM jobs WHERE app = \(app.id) AND message_id = 't'")
+            #expect(try others.map { "\(try $0.decode(0, as: String.self)) \(try $0.decode(1, as: String.self))" } == ["y allMessages"])
+        }
         for uid in members where uid != "gone" {
             let explained = try client.get("/v1/users/\(uid)/messages/r/routing", token: app.serverKey)
             #expect(explained.status == 200)

@@ -147,6 +147,57 @@ package struct Fanout {
                                    resolved: cache.resolve(nil, type: .group))
             return Routing.decide(blank).notified ? item.message.id : nil
         }
+        // A set's keys and its members: when every group message reads every member (fan-out
+        // chunks, replies at SUBSCRIBE_TO_ALL), the walk alone — the statement as it was before
+        // members with state were read apart, so that those paths plan and run as they did.
+        let allMembers = Set(everyone).count == Set(created.lazy.filter { $0.message.conversation.groupID != nil }.map(\.message.id)).count
+        let walk: SQL = """
+            SELECT g.uid FROM group_members g
+             WHERE \(Fanout.groupWalk("g", group: "k.group_id", after: "\(after)", app: "\(app)")) AND herald_member_now(g.joined_at, g.removed_at)
+             ORDER BY g.uid COLLATE "C" LIMIT \(limit)
+            """
+        let keys: SQL, members: SQL
+        if allMembers {
+            keys = """
+                SELECT DISTINCT m.set_key, m.group_id, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id
+                  FROM m WHERE m.group_id IS NOT NULL
+                """
+            members = "(\(walk)) g"
+        } else {
+            keys = """
+                SELECT m.set_key, m.group_id, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id,
+                       bool_or(m.id = ANY (\(everyone)::text[])) AS everyone,
+                       array_agg(m.id) AS ids, array_agg(m.sent_at) AS sent, array_agg(m.quoted_sender) AS quoted
+                  FROM m WHERE m.group_id IS NOT NULL GROUP BY 1, 2, 3, 4
+                """
+            // every member (a one-time filter: read only when the set needs them all) or only those
+            // with state of their own: the thread's subscription rows, the conversation's levels,
+            // the mentioned and quoted, the members with stored preferences (the one probe still
+            // made per member), each still a member now
+            members = """
+                ((SELECT w.uid FROM (\(walk)) w WHERE k.everyone)
+                 UNION ALL
+                 (SELECT c.uid FROM (SELECT s.uid FROM subscriptions s
+                                      WHERE NOT k.everyone AND s.app = \(app) AND s.thread_id = k.thread_id
+                                     UNION
+                                     SELECT l.uid FROM conversation_levels l
+                                      WHERE NOT k.everyone AND l.app = \(app) AND l.conversation_id = k.conversation_id
+                                     UNION
+                                     SELECT mn.uid FROM unnest(k.ids, k.sent) AS i(id, at)
+                                      CROSS JOIN LATERAL (SELECT mn.uid FROM mentions mn
+                                                           WHERE mn.app = \(app) AND mn.message_id = i.id AND mn.at = i.at OFFSET 0) mn
+                                      WHERE NOT k.everyone
+                                     UNION
+                                     SELECT q.uid FROM unnest(k.quoted) AS q(uid) WHERE NOT k.everyone AND q.uid IS NOT NULL
+                                     UNION
+                                     SELECT g.uid FROM group_members g
+                                      WHERE NOT k.everyone AND \(Fanout.groupWalk("g", group: "k.group_id", after: "NULL", app: "\(app)"))
+                                        AND EXISTS (SELECT FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid)) c
+                   WHERE (SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
+                           WHERE g.app = \(app) AND g.group_id = k.group_id AND g.uid = c.uid)
+                   ORDER BY c.uid COLLATE "C")) g
+                """
+        }
         let answers = try connection.pipeline(["""
             WITH every AS (
                 -- each message with its set: the members of its group in its thread, or its peer
@@ -202,10 +253,7 @@ package struct Fanout {
             -- (S2 on fresh tables: 47 ms a round), and kept as parallel arrays: one row per set.
             -- The sender is among them (a fan-out chunk's LIMIT counts every member); Swift skips it.
             sets AS MATERIALIZED (
-                SELECT k.set_key, x.* FROM (SELECT m.set_key, m.group_id, coalesce(m.parent_id, m.id) AS thread_id, m.conversation_id,
-                                                   bool_or(m.id = ANY (\(everyone)::text[])) AS everyone,
-                                                   array_agg(m.id) AS ids, array_agg(m.sent_at) AS sent, array_agg(m.quoted_sender) AS quoted
-                                              FROM m WHERE m.group_id IS NOT NULL GROUP BY 1, 2, 3, 4) k
+                SELECT k.set_key, x.* FROM (\(keys)) k
                  CROSS JOIN LATERAL (
                     SELECT array_agg(g.uid) AS uids, array_agg(s.subscribed) AS subscribed, array_agg(s.since) AS since,
                            array_agg(s.manual_at) AS manual_at, array_agg(s.unsubscribed_at) AS unsubscribed_at,
@@ -213,34 +261,7 @@ package struct Fanout {
                            array_agg(mu.until) AS muted_until,
                            array_agg((SELECT wn.map ->> (k.thread_id || chr(31) || g.uid) FROM windows wn)) AS digest_window,
                            array_agg((SELECT lv.map ->> (k.conversation_id || chr(31) || g.uid) FROM levels lv)) AS level
-                      FROM ((-- every member (a one-time filter: read only when the set needs them all) …
-                             SELECT g.uid FROM group_members g
-                             WHERE k.everyone AND \(Fanout.groupWalk("g", group: "k.group_id", after: "\(after)", app: "\(app)"))
-                               AND herald_member_now(g.joined_at, g.removed_at)
-                             ORDER BY g.uid COLLATE "C" LIMIT \(limit))
-                            UNION ALL
-                            -- … or only those with state of their own: the thread's subscription rows, the
-                            -- conversation's levels, the mentioned and quoted, the members with stored
-                            -- preferences (the one probe still made per member), each still a member now
-                            (SELECT c.uid FROM (SELECT s.uid FROM subscriptions s
-                                                     WHERE NOT k.everyone AND s.app = \(app) AND s.thread_id = k.thread_id
-                                                    UNION
-                                                    SELECT l.uid FROM conversation_levels l
-                                                     WHERE NOT k.everyone AND l.app = \(app) AND l.conversation_id = k.conversation_id
-                                                    UNION
-                                                    SELECT mn.uid FROM unnest(k.ids, k.sent) AS i(id, at)
-                                                     CROSS JOIN LATERAL (SELECT mn.uid FROM mentions mn
-                                                                          WHERE mn.app = \(app) AND mn.message_id = i.id AND mn.at = i.at OFFSET 0) mn
-                                                     WHERE NOT k.everyone
-                                                    UNION
-                                                    SELECT q.uid FROM unnest(k.quoted) AS q(uid) WHERE NOT k.everyone AND q.uid IS NOT NULL
-                                                    UNION
-                                                    SELECT g.uid FROM group_members g
-                                                     WHERE NOT k.everyone AND \(Fanout.groupWalk("g", group: "k.group_id", after: "NULL", app: "\(app)"))
-                                                       AND EXISTS (SELECT FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid)) c
-                                  WHERE (SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                          WHERE g.app = \(app) AND g.group_id = k.group_id AND g.uid = c.uid)
-                              ORDER BY c.uid COLLATE "C")) g
+                      FROM \(members)
                       LEFT JOIN LATERAL (SELECT * FROM subscriptions s
                                           WHERE s.app = \(app) AND s.uid = g.uid AND s.thread_id = k.thread_id OFFSET 0) s ON true
                       LEFT JOIN LATERAL (SELECT * FROM user_preferences up WHERE up.app = \(app) AND up.uid = g.uid OFFSET 0) up ON true
