@@ -198,7 +198,7 @@ package final class AppDeliverer: Sendable {
     package func wake() { loop.wake() }
 
     package func start() {
-        loop.start(pass: { [self] in pass() }, drain: { [self] in
+        let ownThread = loop.start(pass: { [self] in pass() }, drain: { [self] in
             lane.sync {}   // the last outcomes are recorded
             guard let batch = prefetched.withLock({ state in defer { state = nil }; return state }) else { return }
             do {
@@ -207,6 +207,10 @@ package final class AppDeliverer: Sendable {
                 logger.warn("delivery: giving back unsent jobs failed (their leases will expire)", ["error": .string(String(describing: error))])
             }
         })
+        if !ownThread {
+            logger.warn("delivery: no thread could be made for an app's deliverer (the process's thread limit); it shares Dispatch's pool",
+                        ["app": .string(app)])
+        }
     }
 
     package func stop() { loop.stop(timeout: 60) }

@@ -65,19 +65,23 @@ package final class BackgroundLoop: Sendable {
     /// `drain` runs after the last pass, on the loop's thread, before `stop()` returns. A thread
     /// (`DetachedThread`), not a Dispatch queue: the loop waits between passes, and each waiting
     /// queue held one of Dispatch's few workers (above ~250 delivering apps none was left).
-    package func start(pass: @escaping @Sendable () -> Next, drain: @escaping @Sendable () -> Void = {}) {
-        guard !running.exchange(true, ordering: .relaxed) else { return }
+    /// Returns false when no thread could be made (the process's limit) and the loop runs on
+    /// Dispatch's pool instead, where enough waiting loops starve each other (the caller logs it).
+    @discardableResult
+    package func start(pass: @escaping @Sendable () -> Next, drain: @escaping @Sendable () -> Void = {}) -> Bool {
+        guard !running.exchange(true, ordering: .relaxed) else { return true }
         let started = DetachedThread.start { [self] in
             loop(pass: pass, drain: drain)
             finished.signal()
         }
         if !started {
-            // no thread to be had (the process's limit): run on Dispatch's pool rather than not at all
+            // no thread to be had: run on Dispatch's pool rather than not at all
             DispatchQueue(label: label, qos: qos).async { [self] in
                 loop(pass: pass, drain: drain)
                 finished.signal()
             }
         }
+        return started
     }
 
     /// The loop itself: the first wait, passes until a stop is asked (or one throws), the drain.
