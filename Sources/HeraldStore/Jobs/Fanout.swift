@@ -150,7 +150,7 @@ package struct Fanout {
         // A set's keys and its members: when every group message reads every member (fan-out
         // chunks, replies at SUBSCRIBE_TO_ALL), the walk alone — the statement as it was before
         // members with state were read apart, so that those paths plan and run as they did.
-        let allMembers = Set(everyone).count == Set(created.lazy.filter { $0.message.conversation.groupID != nil }.map(\.message.id)).count
+        let allMembers = Set(created.lazy.filter { $0.message.conversation.groupID != nil }.map(\.message.id)).isSubset(of: Set(everyone))
         let walk: SQL = """
             SELECT g.uid FROM group_members g
              WHERE \(Fanout.groupWalk("g", group: "k.group_id", after: "\(after)", app: "\(app)")) AND herald_member_now(g.joined_at, g.removed_at)
