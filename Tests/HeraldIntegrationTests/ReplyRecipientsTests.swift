@@ -98,4 +98,26 @@ struct ReplyRecipientsTests {
             #expect(explained.json["notified"] as? Bool == jobs.contains { $0.hasPrefix("\(message) \(uid) ") }, "\(uid) \(message): \(explained.text)")
         }
     }
+
+    @Test("at the spec's limit: a reply mentioning 1,000 members of a 1,001-member group notifies each once; the next reply of the batch nobody")
+    func thousandMentions() throws {
+        let app = try environment.makeApp(prefix: "recipients")
+        #expect(try send(app, "PATCH", "/v1/settings/notifications",
+                         #"{"groupPreferences":{"replies":{"value":"SUBSCRIBE_TO_MENTIONS"}}, "largeGroupThreshold": 2000}"#).status == 200)
+        let others = (0..<1000).map { "m\($0)" }
+        // routed in the ingest transaction (below the large-group threshold); members from now on:
+        // the replies' mentions, earlier, subscribe nobody (SPEC §5.1), so each mentioned member is
+        // read for its mention alone
+        #expect(try app.setMembers("g1", ["owner"] + others, client: client).status == 200)
+        let base = nowMilliseconds() - 3_600_000
+        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base)], client: client).status == 200)
+        #expect(try app.post([Events.message("e-r1", id: "r1", sender: "owner", parent: "p", at: base + 100, mentions: others),
+                              Events.message("e-r2", id: "r2", sender: "owner", parent: "p", at: base + 200)], client: client).status == 200)
+        var jobs: [String: [String]] = [:]
+        for row in try environment.connection().query("SELECT message_id, recipient, reason FROM jobs WHERE app = \(app.id) AND message_id IN ('r1', 'r2')") {
+            jobs[try row.decode(0, as: String.self), default: []].append(try row.decode(1, as: String.self) + " " + (try row.decode(2, as: String.self)))
+        }
+        #expect(jobs["r1"]?.sorted() == others.map { "\($0) mention" }.sorted())
+        #expect(jobs["r2"] == nil)
+    }
 }
