@@ -1,4 +1,7 @@
 import Foundation
+import HeraldDomain
+import HeraldStore
+import Postgres
 @testable import HeraldTestSupport
 import Testing
 
@@ -80,6 +83,34 @@ struct StalenessTests {
                                           headers: ["Content-Type": "application/json"], body: Array(bad.utf8))
             #expect(refused.status == 400 && refused.errorParams["field"] as? String == "maxEventAgeSeconds", "\(bad)")
         }
+    }
+
+    /// The jobs and explain judge an event at the same time, Herald's time of applying it (taken
+    /// as its transaction asks for its locks), which its event row keeps (`Routing.EventAge`).
+    /// The jobs were judged at the clock's time when the routing ran, explain at the event row's
+    /// default, the transaction's start: a batch that waited for its thread's lock past its
+    /// event's limit got no job while explain said it notified.
+    @Test("jobs and explain judge staleness at the same time, when the event was applied, across a wait for its thread")
+    func sameTime() throws {
+        let app = try app(#"{"maxEventAgeSeconds": 2}"#)
+        let blocker = try environment.connection()
+        try blocker.query("BEGIN")
+        try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey("m1")), 0))")
+        let client = self.client
+        // 1.5 s old when posted: fresh then, 3 s later stale
+        let posted = Thread.detachNewThreadResult {
+            try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
+                Events.message("e1", id: "m1", sender: "bob", at: nowMilliseconds() - 1500),
+            ]))
+        }
+        Thread.sleep(forTimeInterval: 3)
+        try blocker.query("COMMIT")
+        let answer = try #require(posted.wait(seconds: 10) ?? nil)
+        #expect(answer.json["accepted"] as? Int == 1)
+        // fresh when applied, before the wait: both notified, as explain says
+        let jobs = try ready(app)
+        let reasons = [try explain(app, "alice", "m1"), try explain(app, "carol", "m1")]
+        #expect(jobs == 2 && reasons == ["allMessages", "allMessages"], "jobs \(jobs), explain \(reasons)")
     }
 
     @Test("a stale message in a large group makes no fan-out task")

@@ -169,7 +169,7 @@ struct RoutingTests {
         var input = Self.input(reply: true, type: .group, mention: .explicit)
         input.bypassForMentions = true
         #expect(Routing.decide(input).notified)
-        input.stale = true
+        input.age = Self.staleAge
         #expect(Routing.decide(input).outcome == .skipped(.stale))
         #expect(Routing.decide(input).code == "STALE")
         input.hasAccess = false
@@ -181,10 +181,14 @@ struct RoutingTests {
         var settings = AppSettings.defaults
         let now: Int64 = 1_800_000_000_000
         #expect(settings.maxEventAgeSeconds == 86_400)
-        #expect(settings.isStale(eventTime: now - 86_400_001, now: now))
-        #expect(!settings.isStale(eventTime: now - 86_400_000, now: now))
+        #expect(settings.age(of: now - 86_400_001, appliedAt: now).isStale)
+        #expect(!settings.age(of: now - 86_400_000, appliedAt: now).isStale)
+        input.age = settings.age(of: now - 86_400_000, appliedAt: now)
+        #expect(Routing.decide(input).code == "SENDER")
+        input.isSender = false
+        #expect(Routing.decide(input).notified, "not stale at its limit")
         settings.maxEventAgeSeconds = 0
-        #expect(!settings.isStale(eventTime: 0, now: now))
+        #expect(!settings.age(of: 0, appliedAt: now).isStale)
     }
 
     @Test("an edit notifies only the users it newly mentions; sender, access and staleness are judged first (issue 32, item 13)")
@@ -192,9 +196,9 @@ struct RoutingTests {
         var input = Self.input(reply: true, type: .group, replies: "DONT_SUBSCRIBE")
         input.isEdit = true
         #expect(Routing.decide(input).code == "NOT_NEWLY_MENTIONED")
-        input.stale = true
+        input.age = Self.staleAge
         #expect(Routing.decide(input).code == "STALE")
-        input.stale = false
+        input.age = nil
         input.mentionedExplicitly = true
         #expect(Routing.decide(input).code == "REPLIES_PREFERENCE", "newly mentioned: the mention rule of §8.1")
         input.preferences.replies = .subscribeToAll
@@ -231,12 +235,15 @@ struct RoutingTests {
         #expect(Routing.decide(input).notified)
     }
 
+    /// A day and a millisecond old when applied, at the default `maxEventAgeSeconds`.
+    static let staleAge = Routing.EventAge(eventTime: 0, appliedAt: 86_400_001, maxEventAgeSeconds: 86_400)
+
     /// The quiet rules applied to a reaction's or a member action's common inputs.
     static func common(actor: Bool, access: Bool, stale: Bool, quiet: Quiet) -> Routing.Common {
         var common = Routing.Common()
         common.isActor = actor
         common.hasAccess = access
-        common.stale = stale
+        common.age = stale ? staleAge : nil
         common.now = 1_000_000
         switch quiet {
         case .none: break

@@ -51,7 +51,7 @@ package enum RoutingAPI {
                                      level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
             input.hasAccess = try row.decode("has_access", as: Bool.self)
             if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
-                input.stale = settings.isStale(eventTime: message.sentAt, now: appliedAt)
+                input.age = settings.age(of: message.sentAt, appliedAt: appliedAt)
             }
             let decision = Routing.decide(input)
             var steps = decision.steps
@@ -108,7 +108,7 @@ extension RoutingAPI {
         input.isEdit = true
         input.hasAccess = try row.decode("has_access", as: Bool.self)
         if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
-            input.stale = settings.isStale(eventTime: editedAt, now: appliedAt)
+            input.age = settings.age(of: editedAt, appliedAt: appliedAt)
         }
         let decision = Routing.decide(input)
         var steps = decision.steps
@@ -150,7 +150,7 @@ extension RoutingAPI {
         input.common.isActor = try row.decode("reactor", as: String.self) == uid
         input.common.hasAccess = try row.decode("has_access")
         if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
-            input.common.stale = settings.isStale(eventTime: addedAt, now: appliedAt)
+            input.common.age = settings.age(of: addedAt, appliedAt: appliedAt)
         }
         input.reactions = cache.effective(text).conversation(type).reactions
         input.wroteMessage = try row.decode("author", as: String?.self) == uid

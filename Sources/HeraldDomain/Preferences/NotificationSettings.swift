@@ -51,10 +51,10 @@ package struct AppSettings: Sendable, Equatable {
         entries[path] ?? Entry(value: PreferenceField.byPath[path]!.defaultValue, userCanOverride: true)
     }
 
-    /// Whether an event of time `eventTime` (its `sentAt`, `editedAt` or `at`) applied at `now`
-    /// is stale: it changes state but notifies nobody (SPEC §11.5).
-    package func isStale(eventTime: Int64, now: Int64) -> Bool {
-        maxEventAgeSeconds > 0 && eventTime < now - Int64(maxEventAgeSeconds) * 1000
+    /// The age of an event of time `eventTime` (its `sentAt`, `editedAt` or `at`) applied at
+    /// `appliedAt`, for `Routing.decide` (SPEC §11.5, the rule in `Routing.EventAge`).
+    package func age(of eventTime: Int64, appliedAt: Int64) -> Routing.EventAge {
+        Routing.EventAge(eventTime: eventTime, appliedAt: appliedAt, maxEventAgeSeconds: maxEventAgeSeconds)
     }
 
     /// The settings as the API shows them: nested by group, each field `{value, userCanOverride}`.

@@ -117,6 +117,30 @@ package enum Routing {
         }
     }
 
+    /// SPEC §11.5: an event whose own time (`sentAt`, `editedAt`, `at`) is older than the app's
+    /// `maxEventAgeSeconds` when Herald applies it notifies nobody. `appliedAt` is Herald's time
+    /// of the transaction that applied it, stored as its event's `received_at`: the jobs made then
+    /// and the explain endpoint later judge the same two numbers, so they cannot disagree. A job
+    /// producer leaves a stale event out before reading its recipients, as `decide` would skip
+    /// each of them (staleness comes before anything of the recipient's but sender and access,
+    /// which skip too).
+    package struct EventAge: Sendable, Equatable {
+        package var eventTime: Int64
+        package var appliedAt: Int64
+        /// The app's setting; 0 turns the rule off.
+        package var maxEventAgeSeconds: Int
+
+        package init(eventTime: Int64, appliedAt: Int64, maxEventAgeSeconds: Int) {
+            self.eventTime = eventTime
+            self.appliedAt = appliedAt
+            self.maxEventAgeSeconds = maxEventAgeSeconds
+        }
+
+        package var isStale: Bool {
+            maxEventAgeSeconds > 0 && eventTime < appliedAt - Int64(maxEventAgeSeconds) * 1000
+        }
+    }
+
     package struct Input: Sendable {
         package var isReply: Bool
         package var conversation: ConversationType
@@ -124,8 +148,8 @@ package enum Routing {
         package var silentCustom = false
         package var isSender = false
         package var hasAccess = true
-        /// The event was older than `maxEventAgeSeconds` when Herald applied it.
-        package var stale = false
+        /// The event's age when Herald applied it (SPEC §11.5); nil: not judged (never stale).
+        package var age: EventAge?
         /// The event is a `message.edited`, which notifies only the users it newly mentions (SPEC
         /// §8.1); `mentionedExplicitly` then means newly mentioned by the edit.
         package var isEdit = false
@@ -191,7 +215,7 @@ package enum Routing {
         if input.isSender { return skip(.sender, "the recipient sent the message") }
         guard input.hasAccess else { return skip(.noAccess, "the recipient has no access to the conversation") }
         steps.append("has access")
-        if input.stale { return skip(.stale, "the event was older than the app's maxEventAgeSeconds when Herald applied it") }
+        if input.age?.isStale == true { return skip(.stale, "the event was older than the app's maxEventAgeSeconds when Herald applied it") }
         if input.isEdit && !input.mentionedExplicitly {
             return skip(.notNewlyMentioned, "an edit notifies only the users it newly mentions")
         }
@@ -300,7 +324,8 @@ package enum Routing {
         /// The recipient is the reactor, or the member event's subject or actor.
         package var isActor = false
         package var hasAccess = true
-        package var stale = false
+        /// The event's age when Herald applied it (SPEC §11.5); nil: not judged (never stale).
+        package var age: EventAge?
         /// Do-not-disturb, the schedule and the time zone are read from here.
         package var preferences = Preferences()
         package var mutedUntil: Int64?
@@ -385,7 +410,7 @@ package enum Routing {
             return Decision(outcome: .skipped(.noAccess), steps: steps)
         }
         steps.append("has access")
-        if common.stale {
+        if common.age?.isStale == true {
             steps.append("the event was older than the app's maxEventAgeSeconds when Herald applied it")
             return Decision(outcome: .skipped(.stale), steps: steps)
         }

@@ -112,10 +112,14 @@ package struct IngestStore: Sendable {
                     // were new and filed under the thread it names (`FactWriter.createdStatements`).
                     let ahead = speculate ? FactWriter(app: app, events: original.map(\.event)) : nil
                     let stored: (statements: [SQL], evidence: Int?) = ahead?.createdStatements() ?? ([], nil)
+                    // Herald's time of applying these events, under their locks: stored as their
+                    // `received_at` and the time their jobs are judged at (staleness, quiet
+                    // rules), so that explain, which reads it back, judges the same (SPEC §11.5).
+                    let appliedAt = currentTimeMilliseconds()
                     let (resolved, found) = try resolveThreads(original, app: app, parents: true, on: connection, alongside: [
                         """
-                        INSERT INTO events (app, source, id, type, traceparent)
-                        SELECT \(app), s, i, t, tp FROM unnest(\(original.map(\.event.source))::text[], \(original.map(\.event.id))::text[], \(original.map(\.event.type))::text[], \(original.map(\.event.traceparent))::text[]) AS x(s, i, t, tp)
+                        INSERT INTO events (app, source, id, type, traceparent, received_at)
+                        SELECT \(app), s, i, t, tp, \(appliedAt) FROM unnest(\(original.map(\.event.source))::text[], \(original.map(\.event.id))::text[], \(original.map(\.event.type))::text[], \(original.map(\.event.traceparent))::text[]) AS x(s, i, t, tp)
                          -- in one order: two batches redelivering the same events wait, never deadlock
                          ORDER BY s COLLATE "C", i COLLATE "C"
                         ON CONFLICT DO NOTHING
@@ -136,7 +140,7 @@ package struct IngestStore: Sendable {
                     let learned = held.missing(from: lockSet(working.map(\.event)))
                     if !learned.isEmpty { throw NeedsLocks(locks: learned, groups: false) }
                     let fresh = found[0]
-                    let settings = BatchSettings(app: app, on: connection, loaded: try PreferenceStore.settings(from: found[1]))
+                    let settings = BatchSettings(app: app, on: connection, appliedAt: appliedAt, loaded: try PreferenceStore.settings(from: found[1]))
                     var isNew: Set<[UInt8]> = []
                     for row in fresh {
                         isNew.insert(Array(try row.decode("source", as: String.self).utf8) + [0] + Array(try row.decode("id", as: String.self).utf8))

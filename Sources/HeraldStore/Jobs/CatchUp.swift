@@ -69,7 +69,7 @@ extension Fanout {
     package func catchUp(found rows: PostgresRows, appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !rows.isEmpty else { return 0 }
         let settings = try appSettings.get()
-        let now = currentTimeMilliseconds()
+        let now = appSettings.appliedAt
         // the jobs the messages already have (a notification of the message, not a reaction's or
         // an update's that name it too): each message's blocks read once, through its key (OFFSET
         // 0: per message, not a join over every job of the app), rather than one look-up per
@@ -99,17 +99,19 @@ extension Fanout {
             let unsubscribedAt = try row.decode("unsubscribed_at", as: Int64?.self)
             let subscription = try Routing.SubscriptionState(row: row, asOf: message.sentAt)
             guard subscription == .subscribed else { continue }
-            // A message older than maxEventAgeSeconds is not routed again: a late trigger does
-            // not wake anyone for it any more than its own event would (SPEC §11.5).
-            guard !settings.isStale(eventTime: message.sentAt, now: now) else { continue }
             let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             let mentioned = try row.decode("mentioned", as: Bool.self)
             let muted = try row.decode("muted_until", as: Int64?.self)
             let level = try Fanout.level(row), tracked = try row.decode("tracked", as: Bool.self)
             func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {
-                Routing.decide(Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
-                                          preferences: preferences, settings: settings, mutedUntil: muted, now: now,
-                                          level: level, tracked: tracked))
+                var input = Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
+                                       preferences: preferences, settings: settings, mutedUntil: muted, now: now,
+                                       level: level, tracked: tracked)
+                // A message older than maxEventAgeSeconds now is not routed again: a late trigger
+                // (itself older still: it subscribed from before the message) wakes nobody for it,
+                // as its own event would not (SPEC §11.5).
+                input.age = settings.age(of: message.sentAt, appliedAt: now)
+                return Routing.decide(input)
             }
             // What the message's routing saw before this trigger was known, against what it sees now.
             guard case .notified(let reason) = decide(.subscribed).outcome else { continue }

@@ -7,15 +7,24 @@ import Postgres
 /// message's own notification.
 /// An app's settings for one batch: read at most once, when a job producer first needs them
 /// (a batch of messages, edits, reactions and member events asks several producers).
+/// With them, Herald's time of applying the batch (its events' `received_at`): the time its jobs
+/// are judged at, staleness included (`Routing.EventAge`).
 package final class BatchSettings {
     package let app: String
     package let connection: PostgresConnection
+    package let appliedAt: Int64
     private var loaded: AppSettings?
 
-    package init(app: String, on connection: PostgresConnection, loaded: AppSettings? = nil) {
+    package init(app: String, on connection: PostgresConnection, appliedAt: Int64, loaded: AppSettings? = nil) {
         self.app = app
         self.connection = connection
+        self.appliedAt = appliedAt
         self.loaded = loaded
+    }
+
+    /// The age of an event of this batch whose own time is `eventTime` (SPEC §11.5).
+    package func age(of eventTime: Int64) throws -> Routing.EventAge {
+        try get().age(of: eventTime, appliedAt: appliedAt)
     }
 
     package func get() throws -> AppSettings {

@@ -44,8 +44,9 @@ package struct Fanout {
                   on connection: PostgresConnection) throws -> Int {
         guard edits.contains(where: { !($0.edit.mentions ?? []).isEmpty }) else { return 0 }
         let settings = try appSettings.get()
-        let now = currentTimeMilliseconds()
-        let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty && !settings.isStale(eventTime: $0.edit.editedAt, now: now) }
+        let now = appSettings.appliedAt
+        // a stale edit notifies nobody (`Routing.EventAge`): its recipients are not read
+        let withMentions = edits.filter { !($0.edit.mentions ?? []).isEmpty && !settings.age(of: $0.edit.editedAt, appliedAt: now).isStale }
         guard !withMentions.isEmpty else { return 0 }
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
@@ -104,13 +105,14 @@ package struct Fanout {
     package func run(_ created: [Created], appSettings: BatchSettings, alongside: [SQL] = [],
                      on connection: PostgresConnection) throws -> (produced: Int, found: [PostgresRows]) {
         let settings = try appSettings.get()
-        // A replayed backlog changes state but wakes nobody: stale messages get no job and no task.
-        let now = currentTimeMilliseconds()
-        let created = created.filter { !settings.isStale(eventTime: $0.message.sentAt, now: now) }
+        // A replayed backlog changes state but wakes nobody: stale messages get no job and no task
+        // (`Routing.EventAge`: decide would skip each recipient, who are not read).
+        let now = appSettings.appliedAt
+        let created = created.filter { !settings.age(of: $0.message.sentAt, appliedAt: now).isStale }
         guard !created.isEmpty else { return (0, try connection.pipeline(alongside)) }
         // The groups above the threshold are found by the routing query itself, which reads none
         // of their members: their messages go to fan-out tasks.
-        let routed = try produce(created, settings: settings, after: nil, limit: nil, largeGroupThreshold: settings.largeGroupThreshold,
+        let routed = try produce(created, settings: settings, now: now, after: nil, limit: nil, largeGroupThreshold: settings.largeGroupThreshold,
                                  alongside: alongside, on: connection)
         let large = Set(routed.large.map { Array($0.utf8) })
         try EventJobs.enqueue(app: app, created.filter { large.contains(Array($0.message.id.utf8)) }.map {
@@ -127,11 +129,11 @@ package struct Fanout {
     /// not routed: its id is returned in `large` (the caller makes it a fan-out task), and none of
     /// the group's members is read. `alongside`: statements sent in the same round trip, after the
     /// routing query; their rows are returned in `found`.
-    package func produce(_ created: [Created], settings: AppSettings, after: String?, limit: Int?, largeGroupThreshold: Int? = nil,
+    package func produce(_ created: [Created], settings: AppSettings, now: Int64, after: String?, limit: Int?, largeGroupThreshold: Int? = nil,
                          alongside: [SQL] = [], on connection: PostgresConnection)
         throws -> (last: String?, produced: Int, large: [String], found: [PostgresRows]) {
         guard !created.isEmpty else { return (nil, 0, [], try connection.pipeline(alongside)) }
-        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        var cache = EventJobs.PreferenceCache(settings: settings, now: now)
         // The group messages whose every member is read: those a member with no state of their own
         // would be notified of (no subscription, level, mention, quote or stored preferences —
         // `Routing.decide` on such a member, the app's defaults), and every message of a fan-out

@@ -110,6 +110,9 @@ package final class FanoutWorker: Sendable {
                     guard let state = current.first, try state.decode("done", as: Bool.self) == false,
                           try state.decode("after_uid", as: String?.self) == after else { return true }
                     let settings = try PreferenceStore().settings(app: app, on: connection)
+                    // a chunk judges the quiet rules when it runs (its task was made for an event
+                    // that was not stale when applied)
+                    let now = currentTimeMilliseconds()
                     let last: String?, count: Int
                     switch kind {
                     case .message:
@@ -117,21 +120,21 @@ package final class FanoutWorker: Sendable {
                             try connection.query("UPDATE fanout_tasks SET done = true, updated_at = herald_now_ms() WHERE app = \(app) AND id = \(taskID)")
                             return true // deleted meanwhile: nothing to notify
                         }
-                        let chunk = try Fanout(app: app, jobsMayExist: false).produce([Fanout.Created(event: event, message: message)], settings: settings,
+                        let chunk = try Fanout(app: app, jobsMayExist: false).produce([Fanout.Created(event: event, message: message)], settings: settings, now: now,
                                                                                        after: after, limit: chunkSize, on: connection)
                         (last, count) = (chunk.last, chunk.produced)
                     case .reaction:
                         // a reaction removed, or its message deleted, meanwhile yields no candidates: done
-                        (last, count) = try ReactionJobs.produce(app: app, [(event, subjectID)], settings: settings, after: after,
+                        (last, count) = try ReactionJobs.produce(app: app, [(event, subjectID)], settings: settings, now: now, after: after,
                                                                  limit: chunkSize, on: connection)
                     case .memberAction:
-                        (last, count) = try MemberActionJobs.produce(app: app, [event], settings: settings, after: after,
+                        (last, count) = try MemberActionJobs.produce(app: app, [event], settings: settings, now: now, after: after,
                                                                      limit: chunkSize, on: connection)
                     case .sync:
                         let message = messageID.isEmpty ? nil : messageID
                         guard let change = try SyncJobs.stored(app: app, event: event, messageID: message, group: subjectID,
                                                                on: connection) else { (last, count) = (nil, 0); break }
-                        (last, count) = try SyncJobs.produce(app: app, [(change, subjectID)], after: after, limit: chunkSize, settings: settings,
+                        (last, count) = try SyncJobs.produce(app: app, [(change, subjectID)], after: after, limit: chunkSize, settings: settings, now: now,
                                                              on: connection)
                     }
                     try connection.query("""

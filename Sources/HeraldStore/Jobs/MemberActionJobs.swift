@@ -74,8 +74,9 @@ package enum MemberActionJobs {
     package static func make(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
         guard !items.isEmpty else { return 0 }
         let settings = try appSettings.get()
-        let now = currentTimeMilliseconds()
-        let due = items.filter { !settings.isStale(eventTime: $0.change.at, now: now) }
+        let now = appSettings.appliedAt
+        // a stale event wakes nobody (`Routing.EventAge`): its recipients are not read
+        let due = items.filter { !settings.age(of: $0.change.at, appliedAt: now).isStale }
         guard !due.isEmpty else { return 0 }
         try connection.query("""
             INSERT INTO member_actions (app, event_source, event_id, group_id, uid, actor, action, scope, at)
@@ -88,7 +89,7 @@ package enum MemberActionJobs {
         try EventJobs.enqueue(app: app, due.filter { large.contains($0.change.guid) }.map {
             EventJobs.Task(event: $0.event, messageID: nil, subjectID: $0.change.guid)
         }, on: connection)
-        return try produce(app: app, due.filter { !large.contains($0.change.guid) }.map(\.event), settings: settings,
+        return try produce(app: app, due.filter { !large.contains($0.change.guid) }.map(\.event), settings: settings, now: now,
                            after: nil, limit: nil, on: connection).produced
     }
 
@@ -98,7 +99,7 @@ package enum MemberActionJobs {
     ///
     /// A user who stored no preferences has the app's: unless the app's default for the action is
     /// `SUBSCRIBE`, none of them can be notified, so the query skips them.
-    package static func produce(app: String, _ events: [IncomingEvent], settings: AppSettings, after: String?, limit: Int?,
+    package static func produce(app: String, _ events: [IncomingEvent], settings: AppSettings, now: Int64, after: String?, limit: Int?,
                         on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !events.isEmpty else { return (nil, 0) }
         let defaults = EffectivePreferences(app: settings)
@@ -125,7 +126,7 @@ package enum MemberActionJobs {
               LEFT JOIN user_preferences up ON up.app = \(app) AND up.uid = g.uid
             """)
         guard !rows.isEmpty else { return (nil, 0) }
-        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        var cache = EventJobs.PreferenceCache(settings: settings, now: now)
         var last: String?
         var jobs: [EventJobs.Row] = []
         for row in rows {

@@ -80,10 +80,10 @@ package enum ReactionJobs {
         }
         guard !added.isEmpty || !removed.isEmpty else { return 0 }
         let settings = try appSettings.get()
-        let now = currentTimeMilliseconds()
+        let now = appSettings.appliedAt
         var produced = try retract(app: app, removed, settings: settings, now: now, on: connection)
-        // A replayed backlog wakes nobody (SPEC §11.5).
-        let due = added.filter { !settings.isStale(eventTime: $0.reaction.at, now: now) }
+        // A replayed backlog wakes nobody (SPEC §11.5, `Routing.EventAge`): not even read.
+        let due = added.filter { !settings.age(of: $0.reaction.at, appliedAt: now).isStale }
         guard !due.isEmpty else { return produced }
         let large = try EventJobs.largeGroups(app: app, due.compactMap(\.reaction.conversation.groupID),
                                               threshold: settings.largeGroupThreshold, on: connection)
@@ -91,7 +91,7 @@ package enum ReactionJobs {
         try EventJobs.enqueue(app: app, due.filter(isLarge).map {
             EventJobs.Task(event: $0.event, messageID: $0.reaction.messageID, subjectID: $0.reaction.id)
         }, on: connection)
-        produced += try produce(app: app, due.filter { !isLarge($0) }.map { ($0.event, $0.reaction.id) }, settings: settings,
+        produced += try produce(app: app, due.filter { !isLarge($0) }.map { ($0.event, $0.reaction.id) }, settings: settings, now: now,
                                 after: nil, limit: nil, on: connection).produced
         return produced
     }
@@ -107,7 +107,7 @@ package enum ReactionJobs {
              CROSS JOIN LATERAL (SELECT * FROM reactions r WHERE r.app = \(app) AND r.id = x.id OFFSET 0) r
              WHERE j.app = \(app) AND j.message_id = r.message_id AND j.subject_id = r.id AND j.kind = 'reaction' AND j.state = 'ready'
             """)
-        let due = removed.filter { !settings.isStale(eventTime: $0.reaction.at, now: now) }
+        let due = removed.filter { !settings.age(of: $0.reaction.at, appliedAt: now).isStale }
         guard !due.isEmpty else { return 0 }
         // The rows first (MATERIALIZED), then the insert: Citus 13 plans an INSERT … SELECT over
         // a UNION (the `jobs` view is one) only from a CTE's result.
@@ -135,7 +135,7 @@ package enum ReactionJobs {
     /// A user who stored no preferences has the app's: unless the app's default is
     /// `SUBSCRIBE_TO_REACTIONS_ON_ALL_MESSAGES`, only the message's author can be notified among
     /// them, so the query skips the others.
-    package static func produce(app: String, _ items: [(event: IncomingEvent, reactionID: String)], settings: AppSettings,
+    package static func produce(app: String, _ items: [(event: IncomingEvent, reactionID: String)], settings: AppSettings, now: Int64,
                         after: String?, limit: Int?, on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !items.isEmpty else { return (nil, 0) }
         let defaults = EffectivePreferences(app: settings)
@@ -185,7 +185,7 @@ package enum ReactionJobs {
               LEFT JOIN user_preferences up ON up.app = \(app) AND up.uid = c.uid
             """)
         guard !rows.isEmpty else { return (nil, 0) }
-        var cache = EventJobs.PreferenceCache(settings: settings, now: currentTimeMilliseconds())
+        var cache = EventJobs.PreferenceCache(settings: settings, now: now)
         var last: String?
         var jobs: [EventJobs.Row] = []
         for row in rows {

@@ -46,6 +46,5 @@ package func dueNow<T>(_ items: [T], appSettings: BatchSettings, setting: KeyPat
     guard !items.isEmpty else { return [] }
     let settings = try appSettings.get()
     guard settings[keyPath: setting] == .notify else { return [] }
-    let now = currentTimeMilliseconds()
-    return items.filter { !settings.isStale(eventTime: time($0), now: now) }
+    return items.filter { !settings.age(of: time($0), appliedAt: appSettings.appliedAt).isStale }
 }

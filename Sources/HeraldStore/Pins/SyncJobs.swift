@@ -48,12 +48,12 @@ package enum SyncJobs {
             }
             for change in unresolved { rows += (change.messageID.flatMap { users[$0] } ?? []).map { Row(change: change, recipient: $0) } }
         }
-        var produced = try insert(app: app, rows, settings: settings, on: connection)
+        var produced = try insert(app: app, rows, settings: settings, now: appSettings.appliedAt, on: connection)
         let large = try EventJobs.largeGroups(app: app, groups.map(\.group), threshold: settings.largeGroupThreshold, on: connection)
         try EventJobs.enqueue(app: app, groups.filter { large.contains($0.group) }.map {
             EventJobs.Task(event: $0.change.event, messageID: $0.change.messageID, subjectID: $0.group)
         }, on: connection)
-        produced += try produce(app: app, groups.filter { !large.contains($0.group) }, after: nil, limit: nil, settings: settings,
+        produced += try produce(app: app, groups.filter { !large.contains($0.group) }, after: nil, limit: nil, settings: settings, now: appSettings.appliedAt,
                                 on: connection).produced
         return produced
     }
@@ -81,7 +81,7 @@ package enum SyncJobs {
     /// The jobs of changes in groups, for the group's current members — all of them, or for one
     /// change the next `limit` members after the uid `after` (a fan-out chunk).
     package static func produce(app: String, _ items: [(change: PinStore.Change, group: String)], after: String?, limit: Int?,
-                        settings: AppSettings, on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
+                        settings: AppSettings, now: Int64, on connection: PostgresConnection) throws -> (last: String?, produced: Int) {
         guard !items.isEmpty else { return (nil, 0) }
         var rows: [Row] = []
         var last: String?
@@ -95,7 +95,7 @@ package enum SyncJobs {
             last = EventJobs.later(uid, than: last)
             rows.append(Row(change: items[try row.decode("n", as: Int.self) - 1].change, recipient: uid))
         }
-        return (last, try insert(app: app, rows, settings: settings, on: connection))
+        return (last, try insert(app: app, rows, settings: settings, now: now, on: connection))
     }
 
     /// The change a large group's task fans out, read back from the state its event left; nil when
@@ -133,7 +133,8 @@ package enum SyncJobs {
     /// Notes every row's change in its recipient's feed, and makes the jobs: silent (no badge),
     /// only with the app switch `syncJobs` on, and not for a replayed backlog (SPEC §11.5: it wakes
     /// no device; the feed still has the change).
-    package static func insert(app: String, _ rows: [Row], settings: AppSettings, on connection: PostgresConnection) throws -> Int {
+    /// `now`: Herald's time of applying the change's event (a fan-out chunk's: when it runs).
+    package static func insert(app: String, _ rows: [Row], settings: AppSettings, now: Int64, on connection: PostgresConnection) throws -> Int {
         try ChangeFeed.note(app: app, rows.map { row in
             switch row.change.subject {
             case .messagePin(let id, _): ChangeFeed.Note(uid: row.recipient, kind: "messagePin", subject: id)
@@ -143,8 +144,7 @@ package enum SyncJobs {
             }
         }, on: connection)
         guard settings.syncJobs else { return 0 }
-        let now = currentTimeMilliseconds()
-        return try EventJobs.insert(app: app, rows.filter { !settings.isStale(eventTime: $0.change.at, now: now) }.map { row in
+        return try EventJobs.insert(app: app, rows.filter { !settings.age(of: $0.change.at, appliedAt: now).isStale }.map { row in
             let change = row.change
             return EventJobs.Row(event: change.event, messageID: change.messageID, subjectID: change.conversationID,
                                  recipient: row.recipient, kind: .sync, reason: change.change, excludeDevice: change.deviceID,
