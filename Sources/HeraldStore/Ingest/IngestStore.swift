@@ -371,7 +371,7 @@ package struct IngestStore: Sendable {
             case .messageCreated(let m):
                 locks.thread(m.threadID, group: m.conversation.groupID)
                 // a reply's own id too: replies that named it as parent before it was known to be
-                // a reply were filed under it, and move to its root with it (FactWriter.rehome)
+                // a reply were filed under it, and move to its root with it (`RehomeHandler`)
                 if m.parentID != nil { locks.thread(m.id, group: m.conversation.groupID) }
             case .messageEdited(let m): locks.thread(m.threadID, group: m.conversation.groupID)
             case .messageDeleted(let m): locks.thread(m.threadID, group: m.conversation?.groupID)

@@ -17,9 +17,18 @@ package enum ReactionJobs {
         package let reaction: DomainEvent.Reaction
     }
 
-    /// Stores the batch's reaction events and makes their jobs; returns how many were made.
-    package static func apply(app: String, _ items: [Item], appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
-        guard !items.isEmpty else { return 0 }
+    /// What `store` found: the reactions added for the first time (and still live) and those
+    /// removed for the first time, which `make` makes the jobs of.
+    package struct Stored {
+        package var added: [Item] = []
+        package var removed: [Item] = []
+
+        package init() {}
+    }
+
+    /// Stores the batch's reaction events (the ingest round's first step).
+    package static func store(app: String, _ items: [Item], on connection: PostgresConnection) throws -> Stored {
+        guard !items.isEmpty else { return Stored() }
         // One row per reaction id (keys compare as bytes): the batch's first reaction.added, its
         // earliest reaction.removed.
         var order: [[UInt8]] = []
@@ -69,15 +78,21 @@ package enum ReactionJobs {
                    u.removed_at IS NULL AS live
               FROM input i JOIN up u ON u.id = i.id LEFT JOIN old o ON o.id = i.id
             """)
-        var added: [Item] = []
-        var removed: [Item] = []
+        var stored = Stored()
         for row in result {
             guard let entry = merged[Array(try row.decode("id", as: String.self).utf8)] else { continue }
             if try row.decode("added_fresh", as: Bool.self), try row.decode("live", as: Bool.self), let item = entry.added {
-                added.append(item)
+                stored.added.append(item)
             }
-            if try row.decode("removed_fresh", as: Bool.self), let item = entry.removed { removed.append(item) }
+            if try row.decode("removed_fresh", as: Bool.self), let item = entry.removed { stored.removed.append(item) }
         }
+        return stored
+    }
+
+    /// Makes the jobs of what `store` found (the round's last step, after the batch's messages
+    /// and deletions are stored); returns how many were made.
+    package static func make(app: String, _ stored: Stored, appSettings: BatchSettings, on connection: PostgresConnection) throws -> Int {
+        let (added, removed) = (stored.added, stored.removed)
         guard !added.isEmpty || !removed.isEmpty else { return 0 }
         let settings = try appSettings.get()
         let now = appSettings.appliedAt

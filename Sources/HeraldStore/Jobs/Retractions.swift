@@ -2,7 +2,7 @@ import HeraldDomain
 import Postgres
 
 /// SPEC §11.4, deletions: when a message is deleted, its jobs that no worker claimed are
-/// cancelled (`FactWriter`), and each recipient who already had one of its jobs claimed — or
+/// cancelled (`MessageDeletedHandler`), and each recipient who already had one of its jobs claimed — or
 /// one of its replies', for a parent — gets one `retract` job: no notification, `data`
 /// `{messageId, parentMessageId, collapseIds}` (the latest 100; a reaction's notification is
 /// collapsed under the reaction's id), so push senders remove what is shown. Retractions skip preferences and quiet rules; the app setting `messageDeleted:

@@ -4,7 +4,7 @@ import Postgres
 /// SPEC §12.1: pins, saves and conversation pins, each a row decided by its latest event: a
 /// later `at` replaces it, and on equal times an unpin or unsave wins, so the final state is the
 /// same in any order of delivery. The row itself serialises concurrent batches (its upsert locks
-/// it), so no advisory lock is taken. Called by `FactWriter` in the ingest transaction.
+/// it), so no advisory lock is taken. Called by `PinHandler` in the ingest transaction.
 package enum PinStore {
     package struct Pins {
         package var messages: [(event: IncomingEvent, pin: DomainEvent.MessagePin)] = []
