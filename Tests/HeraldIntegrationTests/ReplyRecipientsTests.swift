@@ -120,4 +120,29 @@ struct ReplyRecipientsTests {
         #expect(jobs["r1"]?.sorted() == others.map { "\($0) mention" }.sorted())
         #expect(jobs["r2"] == nil)
     }
+
+    /// A reply that arrives after its thread's parent (or its group) was deleted notifies nobody
+    /// (the routing reads live messages in live threads only), and explain, which read the
+    /// message alone, said it notified: it now reads the same predicate (`Visibility.live`) and
+    /// answers 404, as for a deleted message and for a reaction in a deleted thread.
+    @Test("a reply arriving in a deleted thread or group makes no job, and explain does not say it notified",
+          arguments: ["parent", "group"])
+    func deletedThread(deleted: String) throws {
+        let app = try environment.makeApp(prefix: "recipients")
+        let base = nowMilliseconds() - 3_600_000
+        #expect(try app.post(["owner", "replier", "other"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: base - 1_000) },
+                             client: client).status == 200)
+        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base),
+                              Events.message("e-r1", id: "r1", sender: "other", parent: "p", at: base + 10)], client: client).status == 200)
+        let deletion = deleted == "parent" ? Events.delete("e-d", id: "p", at: base + 20)
+                                           : Events.event("e-d", "group.deleted", ["guid": "g1", "at": base + 20])
+        #expect(try app.post([deletion], client: client).status == 200)
+        #expect(try app.post([Events.message("e-r2", id: "r2", sender: "replier", parent: "p", at: base + 30)], client: client).status == 200)
+        let jobs = try environment.connection().query("SELECT recipient FROM jobs WHERE app = \(app.id) AND message_id = 'r2'")
+        #expect(jobs.count == 0, "nobody is notified in a deleted thread")
+        for uid in ["owner", "other"] {
+            let explained = try client.get("/v1/users/\(uid)/messages/r2/routing", token: app.serverKey)
+            #expect(explained.status == 404 && explained.errorCode == "ERR_MESSAGE_ID_NOT_FOUND", "\(uid): \(explained.status) \(explained.text)")
+        }
+    }
 }

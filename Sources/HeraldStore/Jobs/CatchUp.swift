@@ -49,14 +49,13 @@ extension Fanout {
                   -- the thread's replies sent at or after the trigger, through messages_replies_by_time
                   CROSS JOIN LATERAL (SELECT * FROM messages m
                                        WHERE m.app = \(app) AND m.parent_id = k.thread_id AND m.sent_at >= k.at
-                                         AND m.created_seen AND m.deleted_at IS NULL AND m.sender <> k.uid
+                                         AND \(Visibility.live(app: app)) AND m.sender <> k.uid
                                          AND m.event_id IS NOT NULL AND m.id <> ALL (\(fresh)::text[])
                                       OFFSET 0) m
                  -- each a probe by its key (scalar subqueries: an [NOT] EXISTS became a join that read
                  -- the app's every thread, filtered by the keys, 175 ms a round of W1)
                  WHERE NOT coalesce((SELECT true FROM fanout_tasks ft
                                       WHERE ft.app = \(app) AND ft.event_source = m.event_source AND ft.event_id = m.event_id), false)
-                   AND (SELECT t.deleted_at IS NULL FROM threads t WHERE t.app = \(app) AND t.parent_id = k.thread_id)
                    AND CASE WHEN m.group_id IS NULL THEN k.uid IN (m.user_a, m.user_b)
                             ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
                                             WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = k.uid), false) END

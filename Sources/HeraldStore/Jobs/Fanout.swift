@@ -205,13 +205,10 @@ package struct Fanout {
                 -- each message with its set: the members of its group in its thread, or its peer
                 SELECT m.*, CASE WHEN m.group_id IS NULL THEN m.id ELSE m.group_id || chr(31) || coalesce(m.parent_id, m.id) END AS set_key
                   FROM unnest(\(created.map(\.message.id))::text[]) AS x(id)
-                  -- one message at a time through its key, and its thread through its key (a scalar
-                  -- subquery: an EXISTS became a join that read the app's every thread, 100 times a
-                  -- round of W1); a deleted thread or group notifies nobody
+                  -- one message at a time through its key, and its thread through its key; a
+                  -- deleted thread or group notifies nobody
                   CROSS JOIN LATERAL (SELECT * FROM messages m
-                                       WHERE m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
-                                         AND (SELECT t.deleted_at IS NULL FROM threads t
-                                               WHERE t.app = \(app) AND t.parent_id = coalesce(m.parent_id, m.id))
+                                       WHERE m.app = \(app) AND m.id = x.id AND \(Visibility.live(app: app))
                                       OFFSET 0) m
             ),
             -- the groups with more members than the threshold (counted up to one past it)

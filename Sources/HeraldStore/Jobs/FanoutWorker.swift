@@ -181,8 +181,7 @@ package enum StoredMessage {
             SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at, m.category, m.text, m.mentions_all,
                    m.quoted_sender, m.send_notification
               FROM messages m
-              JOIN threads t ON t.app = \(app) AND t.parent_id = coalesce(m.parent_id, m.id) AND t.deleted_at IS NULL
-             WHERE m.app = \(app) AND m.id = \(id) AND m.created_seen AND m.deleted_at IS NULL
+             WHERE m.app = \(app) AND m.id = \(id) AND \(Visibility.live(app: app))
             """)
         guard let row = rows.first else { return nil }
         return try DomainEvent.MessageCreated(row: row, id: id)

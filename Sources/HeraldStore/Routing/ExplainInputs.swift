@@ -28,7 +28,8 @@ package enum ExplainInputs {
               -- when Herald applied the message's event (kept as long as dedupe keeps it)
               LEFT JOIN LATERAL (SELECT e.received_at AS applied_at FROM events e
                                   WHERE e.app = \(app) AND e.source = m.event_source AND e.id = m.event_id) ap ON true
-             WHERE m.app = \(app) AND m.id = \(messageID) AND m.created_seen AND m.deleted_at IS NULL
+             -- what the routing reads: a message in a deleted thread or group notified nobody
+             WHERE m.app = \(app) AND m.id = \(messageID) AND \(Visibility.live(app: app))
             """)
     }
 
@@ -57,7 +58,7 @@ package enum ExplainInputs {
               FROM messages m
               JOIN message_versions v ON v.app = \(app) AND v.message_id = m.id AND v.event_source || '/' || v.event_id = \(event)
               LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(uid) AND s.thread_id = coalesce(m.parent_id, m.id)
-             WHERE m.app = \(app) AND m.id = \(messageID) AND m.created_seen AND m.deleted_at IS NULL
+             WHERE m.app = \(app) AND m.id = \(messageID) AND \(Visibility.live(app: app))
             """)
     }
 

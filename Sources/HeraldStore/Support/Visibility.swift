@@ -4,12 +4,16 @@ import Postgres
 /// subquery names the app itself (a parameter), not the outer row's: Citus routes a statement to
 /// the app's worker only when it sees the app on every table (docs/scaling.md).
 package enum Visibility {
-    /// A live message `m` of `app`: seen, not deleted, nor its thread (nor, through it, its group).
+    /// A live message `m` of `app`: seen, not deleted, nor its thread (nor, through it, its
+    /// group). Read by everything that shows a message or routes it: the routing (`Fanout`,
+    /// `CatchUp`, `FanoutWorker`), explain (`ExplainInputs`) and the pin and save lists. The
+    /// thread through its key, a scalar subquery (an EXISTS became a join that read the app's
+    /// every thread, 100 times a round of W1); a message whose thread row is not derived yet
+    /// is live.
     package static func live(app: String) -> SQL {
         """
         m.created_seen AND m.deleted_at IS NULL
-        AND NOT EXISTS (SELECT 1 FROM threads t WHERE t.app = \(app) AND t.parent_id = coalesce(m.parent_id, m.id)
-                           AND t.deleted_at IS NOT NULL)
+        AND coalesce((SELECT t.deleted_at IS NULL FROM threads t WHERE t.app = \(app) AND t.parent_id = coalesce(m.parent_id, m.id)), true)
         """
     }
 
