@@ -13,6 +13,16 @@
 --                     time; refreshed in the background for threads in stale_threads
 --   visible           subscribed, thread not deleted, access, and a reply or an explicit subscribe
 
+-- SPEC §6: a subscription row shows in its user's inbox when it is subscribed, its thread is not
+-- deleted (nor, through it, its group), the thread has replies or the user subscribed by hand,
+-- and the user can still see the conversation (`p_access`, worked out by each caller: the same
+-- CASE as Swift's `Visibility.access`). Every writer of subscriptions.visible calls it;
+-- LANGUAGE sql and IMMUTABLE with each parameter used once, so the planner inlines it.
+CREATE OR REPLACE FUNCTION herald_inbox_visible(p_subscribed boolean, p_thread_deleted_at bigint, p_reply_count bigint,
+                                                p_source text, p_access boolean) RETURNS boolean
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT p_subscribed AND p_thread_deleted_at IS NULL AND (p_reply_count > 0 OR p_source = 'manual') AND p_access $$;
+
 -- Recomputes everything inbox-related of the (uid, thread) keys from the facts.
 CREATE OR REPLACE FUNCTION herald_refresh_inbox(p_app text, p_uids text[], p_threads text[]) RETURNS void
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
@@ -80,7 +90,7 @@ BEGIN
         read_count = p.reply_count - p.after,
         has_unread = p.others > 0,
         activity_at = coalesce(p.last_reply_at, p.parent_sent_at, p.since, 0),
-        visible = p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
+        visible = herald_inbox_visible(p.subscribed, p.deleted_at, p.reply_count, p.source, p.access),
         unread_mentions = p.mentions
       FROM counted p
      WHERE s.app = p_app AND s.ctid = p.row
@@ -88,7 +98,7 @@ BEGIN
            IS DISTINCT FROM
            (p.conversation_id, p.read_at, p.read_id, p.reply_count - p.after, p.others > 0,
             coalesce(p.last_reply_at, p.parent_sent_at, p.since, 0),
-            p.subscribed AND p.deleted_at IS NULL AND p.access AND (p.reply_count > 0 OR p.source = 'manual'),
+            herald_inbox_visible(p.subscribed, p.deleted_at, p.reply_count, p.source, p.access),
             p.mentions);
 END
 $$;
@@ -171,17 +181,17 @@ BEGIN
     )
     UPDATE subscriptions s SET
         conversation_id = t.conversation_id,
-        visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                           ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END
+        visible = herald_inbox_visible(s.subscribed, t.deleted_at, t.reply_count, s.source,
+                  CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                       ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
+                                       WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END)
       FROM k t
      WHERE s.app = p_app AND s.thread_id = t.parent_id
        AND (s.conversation_id IS DISTINCT FROM t.conversation_id
-            OR s.visible IS DISTINCT FROM (s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                  AND CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
-                           ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                           WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END));
+            OR s.visible IS DISTINCT FROM herald_inbox_visible(s.subscribed, t.deleted_at, t.reply_count, s.source,
+                  CASE WHEN t.group_id IS NULL THEN s.uid IN (t.user_a, t.user_b)
+                       ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
+                                       WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false) END));
 END
 $$;
 
@@ -222,10 +232,10 @@ BEGIN
           CROSS JOIN LATERAL (
               SELECT t.conversation_id,
                      coalesce(t.last_reply_at, t.parent_sent_at, sl.since, 0) AS activity_at,
-                     sl.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR sl.source = 'manual')
-                     AND CASE WHEN t.group_id IS NULL THEN sl.uid IN (t.user_a, t.user_b)
+                     herald_inbox_visible(sl.subscribed, t.deleted_at, t.reply_count, sl.source,
+                         CASE WHEN t.group_id IS NULL THEN sl.uid IN (t.user_a, t.user_b)
                               ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                              WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = sl.uid), false) END
+                                              WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = sl.uid), false) END)
                      AS visible) v
          WHERE sl.n <= p_limit AND s.app = p_app AND s.thread_id = sl.thread_id AND s.uid = sl.uid
            AND (s.conversation_id, s.activity_at, s.visible) IS DISTINCT FROM (v.conversation_id, v.activity_at, v.visible)
@@ -269,9 +279,9 @@ CREATE OR REPLACE FUNCTION herald_refresh_access(p_app text, p_groups text[], p_
     LANGUAGE plpgsql SET plan_cache_mode = force_generic_plan SET jit = off AS $$
 BEGIN
     UPDATE subscriptions s SET
-        visible = s.subscribed AND t.deleted_at IS NULL AND (t.reply_count > 0 OR s.source = 'manual')
-                  AND coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                 WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false)
+        visible = herald_inbox_visible(s.subscribed, t.deleted_at, t.reply_count, s.source,
+                  coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
+                             WHERE g.app = p_app AND g.group_id = t.group_id AND g.uid = s.uid), false))
       FROM (SELECT DISTINCT g, u FROM unnest(p_groups, p_uids) AS x(g, u)) k
       CROSS JOIN LATERAL (SELECT * FROM threads t WHERE t.app = p_app AND t.group_id = k.g OFFSET 0) t
      WHERE s.app = p_app AND s.uid = k.u AND s.thread_id = t.parent_id;
