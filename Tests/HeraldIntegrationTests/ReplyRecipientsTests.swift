@@ -145,4 +145,29 @@ struct ReplyRecipientsTests {
             #expect(explained.status == 404 && explained.errorCode == "ERR_MESSAGE_ID_NOT_FOUND", "\(uid): \(explained.status) \(explained.text)")
         }
     }
+
+    /// An edit that newly mentions someone in a reply whose thread (or group) was deleted wakes
+    /// nobody, as the reply itself would not, and updates nobody's push of it (the mention job
+    /// and the update were made: `Visibility.undeleted`); explain of the edit is 404 like the message's.
+    @Test("an edit mentioning someone in a deleted thread or group makes no job, nor an update of what was pushed", arguments: ["parent", "group"])
+    func editInDeletedThread(deleted: String) throws {
+        let app = try environment.makeApp(prefix: "recipients")
+        let base = nowMilliseconds() - 3_600_000
+        #expect(try app.post(["owner", "replier", "other"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: base - 1_000) },
+                             client: client).status == 200)
+        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base),
+                              Events.message("e-r1", id: "r1", sender: "replier", parent: "p", at: base + 10)], client: client).status == 200)
+        // the pushes were claimed: an edit would update r1's, were the thread live
+        let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 100}"#).json["jobs"] as? [[String: Any]] ?? []
+        #expect(claimed.count == 4, "p to replier and other, r1 to owner and other")
+        let deletion = deleted == "parent" ? Events.delete("e-d", id: "p", at: base + 20)
+                                           : Events.event("e-d", "group.deleted", ["guid": "g1", "at": base + 20])
+        #expect(try app.post([deletion], client: client).status == 200)
+        #expect(try app.post([Events.edit("e-x", id: "r1", sender: "replier", parent: "p", at: base + 30, mentions: ["other"])],
+                             client: client).status == 200)
+        let jobs = try environment.connection().query("SELECT recipient, kind FROM jobs WHERE app = \(app.id) AND event_id = 'e-x'")
+        #expect(jobs.count == 0, "the edit notifies nobody in a deleted thread")
+        let explained = try client.get("/v1/users/other/messages/r1/routing?event=chat/e-x", token: app.serverKey)
+        #expect(explained.status == 404, "\(explained.status) \(explained.text)")
+    }
 }

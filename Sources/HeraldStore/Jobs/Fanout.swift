@@ -55,7 +55,7 @@ package struct Fanout {
                    (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = mn.uid) AS preferences,
                    \(Fanout.mutedUntilOf(uid: "mn.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
               FROM unnest(\(withMentions.map(\.edit.id))::text[], \(withMentions.map(\.edit.editedAt))::bigint[]) WITH ORDINALITY AS x(id, at, n)
-              JOIN messages m ON m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
+              JOIN messages m ON m.app = \(app) AND m.id = x.id AND \(Visibility.undeleted(app: app))
               JOIN mentions mn ON mn.app = \(app) AND mn.message_id = x.id AND mn.at = x.at
               LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = mn.uid AND s.thread_id = coalesce(m.parent_id, m.id)
              WHERE mn.uid <> m.sender

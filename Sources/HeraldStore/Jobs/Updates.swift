@@ -22,7 +22,7 @@ package enum Updates {
             SELECT DISTINCT ON (x.id, x.source, x.event_id, j.recipient)
                    \(app) AS app, x.id, j.recipient, x.source, x.event_id, j.privacy, j.badge, j.reason
               FROM unnest(\(due.map(\.edit.id))::text[], \(due.map(\.event.source))::text[], \(due.map(\.event.id))::text[]) AS x(id, source, event_id)
-              JOIN messages m ON m.app = \(app) AND m.id = x.id AND m.deleted_at IS NULL
+              JOIN messages m ON m.app = \(app) AND m.id = x.id AND \(Visibility.undeleted(app: app))
               JOIN jobs j ON j.app = \(app) AND j.message_id = x.id AND j.kind IS NULL AND j.state IN ('leased', 'acked')
              -- the newly mentioned have the edit's mention job instead (a block of the edit's event)
              WHERE NOT EXISTS (SELECT 1 FROM job_blocks b

@@ -11,8 +11,14 @@ package enum Visibility {
     /// every thread, 100 times a round of W1); a message whose thread row is not derived yet
     /// is live.
     package static func live(app: String) -> SQL {
+        "m.created_seen AND \(undeleted(app: app))"
+    }
+
+    /// A message `m` of `app` not deleted, nor its thread (nor, through it, its group), whether
+    /// its creation was seen or not: what an edit reads (it may come first, SPEC §4).
+    package static func undeleted(app: String) -> SQL {
         """
-        m.created_seen AND m.deleted_at IS NULL
+        m.deleted_at IS NULL
         AND coalesce((SELECT t.deleted_at IS NULL FROM threads t WHERE t.app = \(app) AND t.parent_id = coalesce(m.parent_id, m.id)), true)
         """
     }
