@@ -92,18 +92,19 @@ struct StalenessTests {
     /// event's limit got no job while explain said it notified.
     @Test("jobs and explain judge staleness at the same time, when the event was applied, across a wait for its thread")
     func sameTime() throws {
-        let app = try app(#"{"maxEventAgeSeconds": 2}"#)
+        let app = try app(#"{"maxEventAgeSeconds": 3}"#)
         let blocker = try environment.connection()
         try blocker.query("BEGIN")
         try blocker.query("SELECT pg_advisory_xact_lock(hashtextextended(\(app.id) || ':' || \(LockSet.threadKey("m1")), 0))")
         let client = self.client
-        // 1.5 s old when posted: fresh then, 3 s later stale
+        // 1 s old when posted: fresh for 2 s more (the request reaches its transaction well
+        // within that), stale after the 4 s wait
         let posted = Thread.detachNewThreadResult {
             try? client.post("/v1/events", token: app.ingestKey, json: Events.json([
-                Events.message("e1", id: "m1", sender: "bob", at: nowMilliseconds() - 1500),
+                Events.message("e1", id: "m1", sender: "bob", at: nowMilliseconds() - 1000),
             ]))
         }
-        Thread.sleep(forTimeInterval: 3)
+        Thread.sleep(forTimeInterval: 4)
         try blocker.query("COMMIT")
         let answer = try #require(posted.wait(seconds: 10) ?? nil)
         #expect(answer.json["accepted"] as? Int == 1)

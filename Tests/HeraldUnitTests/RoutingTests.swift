@@ -183,10 +183,11 @@ struct RoutingTests {
         #expect(settings.maxEventAgeSeconds == 86_400)
         #expect(settings.age(of: now - 86_400_001, appliedAt: now).isStale)
         #expect(!settings.age(of: now - 86_400_000, appliedAt: now).isStale)
-        input.age = settings.age(of: now - 86_400_000, appliedAt: now)
-        #expect(Routing.decide(input).code == "SENDER")
         input.isSender = false
+        input.age = settings.age(of: now - 86_400_000, appliedAt: now)
         #expect(Routing.decide(input).notified, "not stale at its limit")
+        input.age = settings.age(of: now - 86_400_001, appliedAt: now)
+        #expect(Routing.decide(input).code == "STALE", "a millisecond past it")
         settings.maxEventAgeSeconds = 0
         #expect(!settings.age(of: 0, appliedAt: now).isStale)
     }

@@ -112,9 +112,11 @@ package struct IngestStore: Sendable {
                     // were new and filed under the thread it names (`FactWriter.createdStatements`).
                     let ahead = speculate ? FactWriter(app: app, events: original.map(\.event)) : nil
                     let stored: (statements: [SQL], evidence: Int?) = ahead?.createdStatements() ?? ([], nil)
-                    // Herald's time of applying these events, under their locks: stored as their
-                    // `received_at` and the time their jobs are judged at (staleness, quiet
-                    // rules), so that explain, which reads it back, judges the same (SPEC §11.5).
+                    // Herald's time of applying these events, taken as the transaction asks for
+                    // their locks (queued with the next statement: before any wait for them) and
+                    // from this host's clock: stored as their `received_at` and the time their
+                    // jobs are judged at (staleness, quiet rules), so that explain, which reads it
+                    // back, judges the same (SPEC §11.5).
                     let appliedAt = currentTimeMilliseconds()
                     let (resolved, found) = try resolveThreads(original, app: app, parents: true, on: connection, alongside: [
                         """

@@ -4,8 +4,9 @@ import Postgres
 /// subquery names the app itself (a parameter), not the outer row's: Citus routes a statement to
 /// the app's worker only when it sees the app on every table (docs/scaling.md).
 package enum Visibility {
-    /// A live message `m` of `app`: seen, not deleted, nor its thread (nor, through it, its
-    /// group). Read by everything that shows a message or routes it: the routing (`Fanout`,
+    /// A live message `m` of `app`: seen, not deleted, nor its thread (nor its group, through
+    /// the thread row, which exists once the thread's parent or a reply was seen). Read by
+    /// everything that shows a message or routes its creation: the routing (`Fanout`,
     /// `CatchUp`, `FanoutWorker`), explain (`ExplainInputs`) and the pin and save lists. The
     /// thread through its key, a scalar subquery (an EXISTS became a join that read the app's
     /// every thread, 100 times a round of W1); a message whose thread row is not derived yet
