@@ -121,6 +121,25 @@ struct ReplyRecipientsTests {
         #expect(jobs["r2"] == nil)
     }
 
+    /// An app whose group g1 has owner, replier and other, and a thread p (owner's) with a reply
+    /// r1 by `replier`, an hour ago (`base`).
+    func thread(replier: String) throws -> (app: TestApp, base: Int64) {
+        let app = try environment.makeApp(prefix: "recipients")
+        let base = nowMilliseconds() - 3_600_000
+        #expect(try app.post(["owner", "replier", "other"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: base - 1_000) },
+                             client: client).status == 200)
+        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base),
+                              Events.message("e-r1", id: "r1", sender: replier, parent: "p", at: base + 10)], client: client).status == 200)
+        return (app, base)
+    }
+
+    /// Deletes `thread`'s parent p, or its group g1.
+    func delete(_ deleted: String, app: TestApp, base: Int64) throws {
+        let deletion = deleted == "parent" ? Events.delete("e-d", id: "p", at: base + 20)
+                                           : Events.event("e-d", "group.deleted", ["guid": "g1", "at": base + 20])
+        #expect(try app.post([deletion], client: client).status == 200)
+    }
+
     /// A reply that arrives after its thread's parent (or its group) was deleted notifies nobody
     /// (the routing reads live messages in live threads only), and explain, which read the
     /// message alone, said it notified: it now reads the same predicate (`Visibility.live`) and
@@ -128,15 +147,8 @@ struct ReplyRecipientsTests {
     @Test("a reply arriving in a deleted thread or group makes no job, and explain does not say it notified",
           arguments: ["parent", "group"])
     func deletedThread(deleted: String) throws {
-        let app = try environment.makeApp(prefix: "recipients")
-        let base = nowMilliseconds() - 3_600_000
-        #expect(try app.post(["owner", "replier", "other"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: base - 1_000) },
-                             client: client).status == 200)
-        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base),
-                              Events.message("e-r1", id: "r1", sender: "other", parent: "p", at: base + 10)], client: client).status == 200)
-        let deletion = deleted == "parent" ? Events.delete("e-d", id: "p", at: base + 20)
-                                           : Events.event("e-d", "group.deleted", ["guid": "g1", "at": base + 20])
-        #expect(try app.post([deletion], client: client).status == 200)
+        let (app, base) = try thread(replier: "other")
+        try delete(deleted, app: app, base: base)
         #expect(try app.post([Events.message("e-r2", id: "r2", sender: "replier", parent: "p", at: base + 30)], client: client).status == 200)
         let jobs = try environment.connection().query("SELECT recipient FROM jobs WHERE app = \(app.id) AND message_id = 'r2'")
         #expect(jobs.count == 0, "nobody is notified in a deleted thread")
@@ -151,18 +163,11 @@ struct ReplyRecipientsTests {
     /// and the update were made: `Visibility.undeleted`); explain of the edit is 404 like the message's.
     @Test("an edit mentioning someone in a deleted thread or group makes no job, nor an update of what was pushed", arguments: ["parent", "group"])
     func editInDeletedThread(deleted: String) throws {
-        let app = try environment.makeApp(prefix: "recipients")
-        let base = nowMilliseconds() - 3_600_000
-        #expect(try app.post(["owner", "replier", "other"].map { Events.member("join-\($0)", "member.joined", uid: $0, at: base - 1_000) },
-                             client: client).status == 200)
-        #expect(try app.post([Events.message("e-p", id: "p", sender: "owner", at: base),
-                              Events.message("e-r1", id: "r1", sender: "replier", parent: "p", at: base + 10)], client: client).status == 200)
+        let (app, base) = try thread(replier: "replier")
         // the pushes were claimed: an edit would update r1's, were the thread live
         let claimed = try client.post("/v1/jobs/claim", token: app.workerKey, json: #"{"max": 100}"#).json["jobs"] as? [[String: Any]] ?? []
         #expect(claimed.count == 4, "p to replier and other, r1 to owner and other")
-        let deletion = deleted == "parent" ? Events.delete("e-d", id: "p", at: base + 20)
-                                           : Events.event("e-d", "group.deleted", ["guid": "g1", "at": base + 20])
-        #expect(try app.post([deletion], client: client).status == 200)
+        try delete(deleted, app: app, base: base)
         #expect(try app.post([Events.edit("e-x", id: "r1", sender: "replier", parent: "p", at: base + 30, mentions: ["other"])],
                              client: client).status == 200)
         let jobs = try environment.connection().query("SELECT recipient, kind FROM jobs WHERE app = \(app.id) AND event_id = 'e-x'")
