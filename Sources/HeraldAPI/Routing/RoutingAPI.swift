@@ -42,13 +42,10 @@ package enum RoutingAPI {
             }
             let message = try DomainEvent.MessageCreated(row: row, id: messageID)
             let settings = try PreferenceStore().settings(app: app, on: connection)
-            let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
             // As of the message, as its fan-out judged it (SPEC §4).
             let subscription = try Routing.SubscriptionState(row: row, asOf: message.sentAt)
-            var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("mentioned"),
-                                     preferences: preferences, settings: settings,
-                                     mutedUntil: try row.decode("muted_until"), now: currentTimeMilliseconds(),
-                                     level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+            var input = Fanout.input(message, recipient: uid, try RecipientRow(row, settings: settings), subscription: subscription,
+                                     mentionedExplicitly: try row.decode("mentioned"), settings: settings, now: currentTimeMilliseconds())
             input.hasAccess = try row.decode("has_access", as: Bool.self)
             if let appliedAt = try row.decode("applied_at", as: Int64?.self) {
                 input.age = settings.age(of: message.sentAt, appliedAt: appliedAt)
@@ -99,12 +96,9 @@ extension RoutingAPI {
         // the edit as Fanout.runEdits routes it: the message at the edit's time
         let message = try DomainEvent.MessageCreated(row: row, id: messageID, at: editedAt)
         let settings = try PreferenceStore().settings(app: app, on: connection)
-        let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
         let subscription = try Routing.SubscriptionState(row: row, asOf: editedAt)
-        var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: try row.decode("newly_mentioned"),
-                                 preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"),
-                                 now: currentTimeMilliseconds(),
-                                 level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+        var input = Fanout.input(message, recipient: uid, try RecipientRow(row, settings: settings), subscription: subscription,
+                                 mentionedExplicitly: try row.decode("newly_mentioned"), settings: settings, now: currentTimeMilliseconds())
         input.isEdit = true
         input.hasAccess = try row.decode("has_access", as: Bool.self)
         if let appliedAt = try row.decode("applied_at", as: Int64?.self) {

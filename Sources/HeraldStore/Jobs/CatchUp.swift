@@ -98,14 +98,11 @@ extension Fanout {
             let unsubscribedAt = try row.decode("unsubscribed_at", as: Int64?.self)
             let subscription = try Routing.SubscriptionState(row: row, asOf: message.sentAt)
             guard subscription == .subscribed else { continue }
-            let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+            let recipient = try RecipientRow(row, settings: settings)
             let mentioned = try row.decode("mentioned", as: Bool.self)
-            let muted = try row.decode("muted_until", as: Int64?.self)
-            let level = try Fanout.level(row), tracked = try row.decode("tracked", as: Bool.self)
             func decide(_ state: Routing.SubscriptionState) -> Routing.Decision {
-                var input = Self.input(message, recipient: uid, subscription: state, mentionedExplicitly: mentioned,
-                                       preferences: preferences, settings: settings, mutedUntil: muted, now: now,
-                                       level: level, tracked: tracked)
+                var input = Self.input(message, recipient: uid, recipient, subscription: state, mentionedExplicitly: mentioned,
+                                       settings: settings, now: now)
                 // A message older than maxEventAgeSeconds now is not routed again: a late trigger
                 // (itself older still: it subscribed from before the message) wakes nobody for it,
                 // as its own event would not (SPEC §11.5).
@@ -125,7 +122,7 @@ extension Fanout {
             }
             guard !decide(unsubscribedAt == nil ? .none : .unsubscribed).notified else { continue }
             let event = IncomingEvent(source: try row.decode("event_source"), id: try row.decode("event_id"), type: try row.decode("event_type"), event: .noEffect)
-            jobs.append((Created(event: event, message: message), uid, reason, Self.privacy(settings: settings, preferences: preferences)))
+            jobs.append((Created(event: event, message: message), uid, reason, Self.privacy(settings: settings, preferences: recipient.preferences)))
         }
         if !upgrades.isEmpty {
             try connection.query("""

@@ -243,11 +243,9 @@ package final class DigestCloser: Sendable {
     package static func decide(_ row: PostgresRow, recipient uid: String, thread: String, settings: AppSettings,
                        now: Int64) throws -> Routing.Decision {
         let message = try DomainEvent.MessageCreated(row: row, id: try row.decode("message_id"), thread: thread)
-        let preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
         let subscription = try Routing.SubscriptionState(row: row, asOf: now)
-        var input = Fanout.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: false,
-                                 preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now,
-                                 level: try Fanout.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+        var input = Fanout.input(message, recipient: uid, try RecipientRow(row, settings: settings), subscription: subscription,
+                                 mentionedExplicitly: false, settings: settings, now: now)
         input.hasAccess = try row.decode("has_access", as: Bool.self)
         return Routing.decide(input)
     }

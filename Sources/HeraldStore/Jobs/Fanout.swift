@@ -76,16 +76,15 @@ package struct Fanout {
                 sentAt: edit.editedAt, category: try row.decode("category", as: String?.self) ?? "message", type: nil,
                 text: try edit.text ?? row.decode("text", as: String?.self), mentions: edit.mentions ?? [], mentionsAll: false,
                 quotedMessageID: nil, quotedSender: nil, sendNotification: try row.decode("send_notification", as: Bool?.self))
-            let preferences = Self.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
+            let recipient = try RecipientRow(row, settings: settings)
             let subscription = try Routing.SubscriptionState(row: row, asOf: edit.editedAt)
-            var input = Self.input(message, recipient: uid, subscription: subscription, mentionedExplicitly: true,
-                                   preferences: preferences, settings: settings, mutedUntil: try row.decode("muted_until"), now: now,
-                                   level: try Self.level(row), tracked: try row.decode("tracked", as: Bool?.self) ?? false)
+            var input = Self.input(message, recipient: uid, recipient, subscription: subscription, mentionedExplicitly: true,
+                                   settings: settings, now: now)
             input.isEdit = true
             let decision = Routing.decide(input)
             guard case .notified(let reason) = decision.outcome else { continue }
             jobs.append((Created(event: item.event, message: message), uid, reason,
-                         Self.privacy(settings: settings, preferences: preferences)))
+                         Self.privacy(settings: settings, preferences: recipient.preferences)))
         }
         return try insert(jobs, on: connection)
     }
