@@ -30,14 +30,9 @@ extension Fanout {
                 SELECT k.uid, m.id, m.event_source, m.event_id, m.event_type, m.sender, m.group_id, m.user_a, m.user_b, m.sent_at,
                        m.category, m.text, m.mentions_all, m.quoted_sender, m.send_notification,
                        s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                       \(Fanout.levelOf(uid: "k.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
                        EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = k.uid)
                            AS mentioned,
-                       (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = k.uid) AS preferences,
-                       (SELECT mu.until FROM user_mutes mu
-                         WHERE mu.app = \(app) AND mu.uid = k.uid
-                           AND mu.conversation_type = CASE WHEN m.group_id IS NULL THEN 'oneOnOne' ELSE 'group' END
-                           AND mu.conversation_id = coalesce(m.group_id, m.sender)) AS muted_until,
+                       \(RecipientRow.columns(uid: "k.uid", app: app)),
                        m.parent_id
                   FROM k
                   -- each key's subscription by its whole key (OFFSET 0: a probe per key, never the

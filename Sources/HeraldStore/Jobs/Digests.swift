@@ -167,9 +167,7 @@ package final class DigestCloser: Sendable {
                            m.conversation_id,
                            \(Visibility.access("m", uid: "x.uid", app: app)) AS has_access,
                            s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                           \(Fanout.levelOf(uid: "x.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
-                           (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = x.uid) AS preferences,
-                           \(Fanout.mutedUntilOf(uid: "x.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
+                           \(RecipientRow.columns(uid: "x.uid", app: app))
                       FROM unnest(\(deciding.map { closes[$0].uid })::text[], \(deciding.map { closes[$0].thread })::text[], \(latestOf)::text[],
                                   \(deciding)::int[]) AS x(uid, thread_id, message_id, n)
                       JOIN messages m ON m.app = \(app) AND m.id = x.message_id

@@ -51,9 +51,7 @@ package struct Fanout {
         let rows = try connection.query("""
             SELECT x.n, mn.uid, m.category, m.send_notification, m.text,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                   \(Self.levelOf(uid: "mn.uid", conversation: "m.conversation_id", app: "\(app)")) AS level,
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = mn.uid) AS preferences,
-                   \(Fanout.mutedUntilOf(uid: "mn.uid", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
+                   \(RecipientRow.columns(uid: "mn.uid", app: app))
               FROM unnest(\(withMentions.map(\.edit.id))::text[], \(withMentions.map(\.edit.editedAt))::bigint[]) WITH ORDINALITY AS x(id, at, n)
               JOIN messages m ON m.app = \(app) AND m.id = x.id AND \(Visibility.undeleted(app: app))
               JOIN mentions mn ON mn.app = \(app) AND mn.message_id = x.id AND mn.at = x.at

@@ -14,6 +14,17 @@ package struct RecipientRow {
     /// Their subscription to the thread is track-only (SPEC §18).
     package let tracked: Bool
 
+    /// The columns `init` reads but `tracked` (the subscription's, from the statement's join of
+    /// `subscriptions`), for recipient `uid` (an SQL expression) of message `m`: the one select
+    /// list of a recipient's own inputs for every statement that routes one recipient at a time.
+    package static func columns(uid: SQL, app: String) -> SQL {
+        """
+        \(Fanout.levelOf(uid: uid, conversation: "m.conversation_id", app: "\(app)")) AS level,
+        (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = \(uid)) AS preferences,
+        \(Fanout.mutedUntilOf(uid: uid, group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until
+        """
+    }
+
     package init(_ row: PostgresRow, settings: AppSettings) throws {
         preferences = Fanout.effective(stored: try row.decode("preferences", as: String?.self), settings: settings)
         mutedUntil = try row.decode("muted_until", as: Int64?.self)

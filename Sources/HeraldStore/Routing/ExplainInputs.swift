@@ -10,18 +10,14 @@ package enum ExplainInputs {
         try connection.query("""
             SELECT m.sender, m.conversation_id, m.receiver_type, m.group_id, m.user_a, m.user_b, m.parent_id, m.sent_at,
                    m.category, m.send_notification, m.mentions_all, m.quoted_sender,
-                   CASE WHEN m.group_id IS NULL THEN \(uid) IN (m.user_a, m.user_b)
-                        ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                        WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = \(uid)), false) END AS has_access,
+                   \(Visibility.access("m", uid: "\(uid)", app: app)) AS has_access,
                    s.subscribed,
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = m.sent_at AND mn.uid = \(uid)) AS mentioned,
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = \(uid)) AS preferences,
-                   \(Fanout.mutedUntilOf(uid: "\(uid)", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until,
+                   \(RecipientRow.columns(uid: "\(uid)", app: app)),
                    (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                      WHERE j.app = \(app) AND j.recipient = \(uid) AND j.message_id = m.id AND j.event_id IS NULL
                      ORDER BY j.id LIMIT 1) AS job,
                    s.since, s.manual_at, s.unsubscribed_at, s.tracked, m.event_source, m.event_id,
-                   \(Fanout.levelOf(uid: "\(uid)", conversation: "m.conversation_id", app: "\(app)")) AS level,
                    ap.applied_at, \(digestColumn(app: app, uid: uid))
               FROM messages m
               LEFT JOIN subscriptions s ON s.app = \(app) AND s.uid = \(uid) AND s.thread_id = coalesce(m.parent_id, m.id)
@@ -37,18 +33,14 @@ package enum ExplainInputs {
     package static func edit(app: String, uid: String, messageID: String, event: String, on connection: PostgresConnection) throws -> PostgresRows {
         try connection.query("""
             SELECT m.sender, m.group_id, m.user_a, m.user_b, m.parent_id, m.category, m.send_notification, v.at AS edited_at,
-                   CASE WHEN m.group_id IS NULL THEN \(uid) IN (m.user_a, m.user_b)
-                        ELSE coalesce((SELECT herald_member_now(g.joined_at, g.removed_at) FROM group_members g
-                                        WHERE g.app = \(app) AND g.group_id = m.group_id AND g.uid = \(uid)), false) END AS has_access,
+                   \(Visibility.access("m", uid: "\(uid)", app: app)) AS has_access,
                    -- newly mentioned: in this version's mentions, not in those in force just before it
                    EXISTS (SELECT 1 FROM mentions mn WHERE mn.app = \(app) AND mn.message_id = m.id AND mn.at = v.at AND mn.uid = \(uid))
                      AND NOT coalesce((SELECT \(uid) = ANY (p.mentions) FROM message_versions p
                                         WHERE p.app = \(app) AND p.message_id = m.id AND p.at < v.at AND p.mentions IS NOT NULL
                                         ORDER BY p.at DESC LIMIT 1), false) AS newly_mentioned,
                    s.subscribed, s.since, s.manual_at, s.unsubscribed_at, s.tracked,
-                   \(Fanout.levelOf(uid: "\(uid)", conversation: "m.conversation_id", app: "\(app)")) AS level,
-                   (SELECT up.preferences::text FROM user_preferences up WHERE up.app = \(app) AND up.uid = \(uid)) AS preferences,
-                   \(Fanout.mutedUntilOf(uid: "\(uid)", group: "m.group_id", other: "m.sender", app: "\(app)")) AS muted_until,
+                   \(RecipientRow.columns(uid: "\(uid)", app: app)),
                    (SELECT jsonb_build_object('id', 'j' || j.id, 'reason', j.reason)::text FROM jobs j
                      WHERE j.app = \(app) AND j.recipient = \(uid) AND j.message_id = m.id
                        AND j.event_source = v.event_source AND j.event_id = v.event_id
