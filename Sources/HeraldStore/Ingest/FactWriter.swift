@@ -7,7 +7,6 @@ import Postgres
 /// (`IngestRound.derive`), then every handler makes its jobs (`IngestHandler`).
 package struct FactWriter {
     package let app: String
-    package let events: [IncomingEvent]
 
     private var deleted: MessageDeletedHandler
     private var messages: MessageCreatedHandler
@@ -26,7 +25,6 @@ package struct FactWriter {
 
     package init(app: String, events: [IncomingEvent], rehome: [Rehoming] = []) {
         self.app = app
-        self.events = events
         self.rehome = RehomeHandler(moves: rehome)
         deleted = MessageDeletedHandler(app: app)
         messages = MessageCreatedHandler(app: app)

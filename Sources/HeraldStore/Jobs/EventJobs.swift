@@ -22,11 +22,6 @@ package final class BatchSettings {
         self.loaded = loaded
     }
 
-    /// The age of an event of this batch whose own time is `eventTime` (SPEC §11.5).
-    package func age(of eventTime: Int64) throws -> Routing.EventAge {
-        try get().age(of: eventTime, appliedAt: appliedAt)
-    }
-
     package func get() throws -> AppSettings {
         if let loaded { return loaded }
         let settings = try PreferenceStore().settings(app: app, on: connection)
